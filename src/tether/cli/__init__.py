@@ -1,0 +1,29 @@
+"""The ``tether`` command. One module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from . import case as case_cmd
+from . import eval as eval_cmd
+
+app = typer.Typer(
+    name="tether",
+    help=(
+        "Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.\n\n"
+        "Examples:\n\n"
+        "  tether eval c4                          # the C4 suite against the three calibration agents, offline\n\n"
+        "  tether eval c4 --model policy:steady --trials 3 --json results.json\n\n"
+        "  tether case list                        # the cases of the built-in C4 suite\n\n"
+        "  tether case validate my-case.yaml       # check a case file, with file:line [field] errors"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+app.add_typer(case_cmd.app, name="case")
+app.command("eval", help=eval_cmd.HELP, no_args_is_help=False)(eval_cmd.eval_command)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,270 @@
+"""The case schema: one YAML file per case, validated by pydantic.
+
+The seed's tool configs are accepted in its own JSON shapes (``tool_intercept``
+and ``tool_mock``). Criteria are data: automatic checks computed from the
+trajectory, and rubric criteria for a judge. See ``docs/cases.md``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from ..tools.injection import InjectedResult, MockedCall, ToolConfig, ToolIntercept, ToolMock
+
+CASE_VERSION = 1
+
+__all__ = ["Case", "InjectedResult", "MockedCall", "ToolConfig", "ToolIntercept", "ToolMock"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- conversation -------------------------------------------------------------
+class HistoryTurn(_Strict):
+    role: Literal["user", "agent"]
+    content: str
+    # For agent turns: is this turn a question to the user (counted by
+    # ``questions_asked`` criteria)?
+    question: bool = False
+
+
+class CaseInput(_Strict):
+    message: str | None = None
+    history: list[HistoryTurn] = Field(default_factory=list)
+    # The fixed "now" of the scenario world, for relative dates (下周五, 明天).
+    now: str = "2026-04-07T10:00:00+08:00"
+
+
+class Persona(_Strict):
+    """A scripted simulated user: what it says when the agent asks something.
+
+    ``replies`` are used in order, one per agent question; after the last one,
+    ``then`` says what happens: ``repeat_last`` keeps saying the last reply,
+    ``stop`` ends the conversation. ``reveals`` maps topic keywords to facts
+    the user gives when a question mentions that keyword (checked before
+    ``replies``; each fact is given once). ``max_rounds`` caps the user's replies.
+    """
+
+    description: str = ""
+    goal: str = ""
+    replies: list[str] = Field(default_factory=list)
+    then: Literal["repeat_last", "stop"] = "stop"
+    reveals: dict[str, str] = Field(default_factory=dict)
+    # Said when a question matches no ``reveals`` keyword and ``replies`` is empty.
+    default_reply: str | None = None
+    max_rounds: int = 20
+
+
+# -- criteria -------------------------------------------------------------------
+class Range(_Strict):
+    """An inclusive range; either end may be open."""
+
+    min: int | None = None
+    max: int | None = None
+
+    def contains(self, n: int) -> bool:
+        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+
+    def __str__(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"{self.min}..{self.max}" if self.min != self.max else str(self.min)
+        if self.min is not None:
+            return f">={self.min}"
+        if self.max is not None:
+            return f"<={self.max}"
+        return "any"
+
+
+class _Criterion(_Strict):
+    id: str
+    description: str = ""
+    # What the seed's 判定标准 says, verbatim, for reports and the judge.
+    seed_text: str = ""
+    # Failure attribution used when this criterion fails (seed: 失败归因).
+    failure_type: Literal["loop", "deadlock", "abandonment", "irrational_abandonment",
+                          "hallucination", "dropped_item", "other"] = "other"
+    fix_suggestion: str = ""
+
+
+class _Counted(_Criterion):
+    """A count compared with a pass range and a fail range; in neither: unclear."""
+
+    pass_range: Range = Field(alias="pass")
+    fail_range: Range | None = Field(default=None, alias="fail")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CallCount(_Counted):
+    """Number of calls to ``tools`` (all calls, or only ``after_failure``:
+    calls made to a tool that had already returned an error)."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["call_count"]
+    tools: list[str]
+    per: Literal["total", "max_per_tool"] = "total"
+    after_failure: bool = False
+
+
+class IdenticalCalls(_Counted):
+    """Largest number of identical calls (tool + canonical arguments)."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["identical_calls"]
+    tools: list[str] | None = None
+
+
+class Strategies(_Counted):
+    """Distinct recovery strategies tried after an unsuccessful result of
+    ``tools``: ``retry`` (same call again), ``reword`` (same tool, other
+    arguments), ``fallback`` (another tool)."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["strategies"]
+    tools: list[str]
+
+
+class QuestionsAsked(_Counted):
+    """Questions the agent asked the user, counting those in the history."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["questions_asked"]
+    include_history: bool = True
+
+
+class Mentions(_Criterion):
+    """The final reply mentions terms. ``groups``: every group must be hit
+    by at least one of its terms (``any`` of the groups when ``mode: any``)."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["mentions"]
+    groups: list[list[str]]
+    mode: Literal["all", "any"] = "all"
+    # When the reply misses: fail (default) or unclear (a wording check that
+    # cannot rule a reply out on its own).
+    on_miss: Literal["fail", "unclear"] = "fail"
+
+
+class NoInvented(_Criterion):
+    """Strings in the final reply that match ``patterns`` (regular expressions,
+    e.g. flight numbers) must appear in some tool result or user message."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["no_invented"]
+    patterns: list[str]
+
+
+class StatusIn(_Criterion):
+    kind: Literal["auto"] = "auto"
+    check: Literal["status_in"]
+    statuses: list[str]
+
+
+class ToolCalled(_Criterion):
+    """Each of ``tools`` was called at least once (with ``mode: any``, one of them)."""
+
+    kind: Literal["auto"] = "auto"
+    check: Literal["tool_called"]
+    tools: list[str]
+    mode: Literal["all", "any"] = "all"
+
+
+class Rubric(_Criterion):
+    """A criterion only a judge (LLM or human) can decide."""
+
+    kind: Literal["judge"]
+    check: Literal["rubric"] = "rubric"
+    rubric: str
+    pass_when: str = ""
+    fail_when: str = ""
+
+
+AutoCriterion = Annotated[
+    Union[CallCount, IdenticalCalls, Strategies, QuestionsAsked, Mentions, NoInvented, StatusIn, ToolCalled],
+    Field(discriminator="check"),
+]
+
+
+def _criterion_discriminator(value: Any) -> str:
+    if isinstance(value, dict):
+        return "judge" if value.get("kind") == "judge" else "auto"
+    return "judge" if getattr(value, "kind", None) == "judge" else "auto"
+
+
+Criterion = Annotated[
+    Union[Annotated[AutoCriterion, Tag("auto")], Annotated[Rubric, Tag("judge")]],
+    Discriminator(_criterion_discriminator),
+]
+
+
+class Dimension(StrEnum):
+    LD = "LD"   # loop detection
+    DR = "DR"   # deadlock recovery
+    PA = "PA"   # premature abandonment (rate of failures: lower is better)
+    AR = "AR"   # abandonment rationality
+
+
+class Case(_Strict):
+    version: int = CASE_VERSION
+    id: str
+    title: str
+    suite: str = "c4"
+    dimension: Dimension
+    difficulty: Literal["easy", "medium", "hard"] = "hard"
+    context_type: Literal["synthetic", "organic"] = "synthetic"
+    failure_injection: bool = False
+    skill_enabled: bool = False
+    scoring: list[Literal["auto", "judge", "human"]] = Field(default_factory=lambda: ["auto"])
+    input: CaseInput
+    tools: list[str] = Field(default_factory=list, description="catalog tools the agent sees")
+    tool_config: list[ToolConfig] = Field(default_factory=list)
+    persona: Persona | None = None
+    max_steps: int = 30
+    expected_behavior: list[str] = Field(default_factory=list)
+    pass_description: str = ""
+    fail_description: str = ""
+    criteria: list[Criterion] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_config(cls, data: Any) -> Any:
+        # The seed gives one config object per case; accept it without a list.
+        if isinstance(data, dict) and isinstance(data.get("tool_config"), dict):
+            data = {**data, "tool_config": [data["tool_config"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Case":
+        if not self.input.message and not self.input.history:
+            raise ValueError("input needs a message or a history")
+        ids = [c.id for c in self.criteria]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate criterion ids: {sorted(dupes)}")
+        return self
+
+    @property
+    def configured_tools(self) -> set[str]:
+        names: set[str] = set()
+        for cfg in self.tool_config:
+            if isinstance(cfg, ToolIntercept):
+                names.update(cfg.tools)
+            else:
+                names.update(m.tool for m in cfg.mocked_calls)
+        return names
+
+    @property
+    def auto_criteria(self) -> list:
+        return [c for c in self.criteria if c.kind == "auto"]
+
+    @property
+    def judge_criteria(self) -> list[Rubric]:
+        return [c for c in self.criteria if c.kind == "judge"]
+
+
+def case_json_schema() -> dict[str, Any]:
+    return Case.model_json_schema(by_alias=True)

@@ -1,0 +1,261 @@
+"""Scoring as data: each criterion of a case, computed over a trajectory.
+
+Verdicts are three-valued plus unjudged: ``pass``, ``fail``, ``unclear`` (the
+seed leaves a gap, e.g. a count between its pass and fail ranges) and
+``unjudged`` (a rubric criterion nobody has judged yet: never a pass).
+A trial's verdict: any fail -> fail; else any unclear -> unclear; else any
+unjudged -> unjudged; else pass.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from enum import StrEnum
+from typing import Any, Iterable
+
+from pydantic import BaseModel, Field
+
+from ..events import ToolResultEvent, Trajectory
+from ..messages import canonical_json
+from .case import (
+    CallCount,
+    Case,
+    IdenticalCalls,
+    Mentions,
+    NoInvented,
+    QuestionsAsked,
+    Rubric,
+    StatusIn,
+    Strategies,
+    ToolCalled,
+    _Counted,
+)
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNCLEAR = "unclear"
+    UNJUDGED = "unjudged"
+
+
+_PRECEDENCE = [Verdict.FAIL, Verdict.UNCLEAR, Verdict.UNJUDGED, Verdict.PASS]
+
+
+def combine(verdicts: Iterable[Verdict]) -> Verdict:
+    seen = set(verdicts)
+    for v in _PRECEDENCE:
+        if v in seen:
+            return v
+    return Verdict.UNJUDGED
+
+
+class CriterionResult(BaseModel):
+    id: str
+    kind: str                      # auto | judge
+    check: str
+    verdict: Verdict
+    value: float | int | None = None
+    expected: str = ""
+    evidence: str = ""
+    judged_by: str | None = None   # for judge criteria: "llm:<model>" or "human"
+
+
+class TrialScore(BaseModel):
+    verdict: Verdict
+    auto_verdict: Verdict
+    criteria: list[CriterionResult] = Field(default_factory=list)
+
+    def failed(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.verdict == Verdict.FAIL]
+
+
+# -- result assessment shared by checks --------------------------------------
+_LIST_KEYS_HINT = ("total", "count")
+
+
+def is_empty_data(data: Any) -> bool:
+    """An ok result that carries nothing: None, empty containers, total 0,
+    or a mapping whose list fields are all empty."""
+    if data is None or data == "" or data == [] or data == {}:
+        return True
+    if isinstance(data, dict):
+        for key in _LIST_KEYS_HINT:
+            if key in data and data[key] == 0:
+                return True
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if lists and all(len(v) == 0 for v in lists):
+            return True
+    return False
+
+
+def unsuccessful(result: ToolResultEvent | None) -> bool:
+    return result is None or not result.ok or is_empty_data(result.data)
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if not ch.isspace())
+
+
+# -- the checks ----------------------------------------------------------------
+def _counted(c: _Counted, value: int, what: str) -> CriterionResult:
+    expected = f"pass {c.pass_range}" + (f", fail {c.fail_range}" if c.fail_range else "")
+    if c.pass_range.contains(value):
+        verdict = Verdict.PASS
+    elif c.fail_range is not None and c.fail_range.contains(value):
+        verdict = Verdict.FAIL
+    else:
+        verdict = Verdict.UNCLEAR if c.fail_range is not None else Verdict.FAIL
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict, value=value,
+                           expected=expected, evidence=f"{what}: {value} ({expected})")
+
+
+def _call_count(c: CallCount, t: Trajectory) -> CriterionResult:
+    names = set(c.tools)
+    if c.after_failure:
+        failed: set[str] = set()
+        counts: dict[str, int] = {n: 0 for n in names}
+        for call, result in t.calls_with_results(names):
+            if call.tool in failed:
+                counts[call.tool] += 1
+            if result is not None and not result.ok:
+                failed.add(call.tool)
+        what = "calls to already-failed tools"
+    else:
+        counts = {n: len(t.tool_calls(n)) for n in names}
+        what = "calls"
+    value = max(counts.values(), default=0) if c.per == "max_per_tool" else sum(counts.values())
+    detail = ", ".join(f"{n} x{k}" for n, k in sorted(counts.items()) if k)
+    label = f"{what}{' (max per tool)' if c.per == 'max_per_tool' else ''}"
+    res = _counted(c, value, label)
+    res.evidence += f" [{detail or 'none'}]"
+    return res
+
+
+def _identical(c: IdenticalCalls, t: Trajectory) -> CriterionResult:
+    counts = t.identical_call_counts(c.tools)
+    value = max(counts.values(), default=0)
+    res = _counted(c, value, "most identical calls")
+    if counts:
+        sig, _ = counts.most_common(1)[0]
+        res.evidence += f" [{sig[:120]}]"
+    return res
+
+
+def strategy_kinds(t: Trajectory, tools: Iterable[str]) -> list[str]:
+    """Recovery strategies tried after the first unsuccessful result of ``tools``."""
+    names = set(tools)
+    pairs = t.calls_with_results()
+    kinds: list[str] = []
+    failed_sigs: set[str] = set()
+    started = False
+    for call, result in pairs:
+        if started:
+            if call.signature in failed_sigs:
+                kind = "retry"
+            elif call.tool in names:
+                kind = "reword"
+            else:
+                kind = "fallback"
+            if kind not in kinds:
+                kinds.append(kind)
+        if call.tool in names and unsuccessful(result):
+            started = True
+            failed_sigs.add(call.signature)
+    return kinds
+
+
+def _strategies(c: Strategies, t: Trajectory) -> CriterionResult:
+    kinds = strategy_kinds(t, c.tools)
+    res = _counted(c, len(kinds), "distinct strategies after a failure")
+    res.evidence += f" [{', '.join(kinds) or 'none'}]"
+    return res
+
+
+def _questions(c: QuestionsAsked, t: Trajectory) -> CriterionResult:
+    qs = t.questions_to_user(c.include_history)
+    hist = sum(1 for q in qs if q.source == "history")
+    res = _counted(c, len(qs), "questions to the user")
+    res.evidence += f" [{hist} in the history, {len(qs) - hist} by the agent]"
+    return res
+
+
+def _mentions(c: Mentions, t: Trajectory) -> CriterionResult:
+    reply = _norm(t.final_reply)
+    hits = [[term for term in group if _norm(term) in reply] for group in c.groups]
+    ok = all(hits) if c.mode == "all" else any(hits)
+    missing = [g for g, h in zip(c.groups, hits) if not h]
+    verdict = Verdict.PASS if ok else (Verdict.FAIL if c.on_miss == "fail" else Verdict.UNCLEAR)
+    found = sorted({term for h in hits for term in h})
+    evidence = f"reply mentions {found or 'none of the terms'}"
+    if not ok:
+        evidence += f"; missing {'every group' if c.mode == 'any' else missing}"
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict,
+                           value=sum(1 for h in hits if h), expected=f"{c.mode} of {len(c.groups)} group(s)", evidence=evidence)
+
+
+def _no_invented(c: NoInvented, t: Trajectory) -> CriterionResult:
+    sources = [canonical_json({"d": r.data, "e": r.error}) for r in t.tool_results()]
+    sources += [m.content for m in t.user_messages()]
+    corpus = _norm("\n".join(sources))
+    invented: list[str] = []
+    for pattern in c.patterns:
+        for match in re.finditer(pattern, t.final_reply):
+            token = match.group(0)
+            if _norm(token) not in corpus and token not in invented:
+                invented.append(token)
+    verdict = Verdict.FAIL if invented else Verdict.PASS
+    evidence = f"not returned by any tool: {invented}" if invented else "every matching string came from a tool or the user"
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict, value=len(invented),
+                           expected="0 invented", evidence=evidence)
+
+
+def _status_in(c: StatusIn, t: Trajectory) -> CriterionResult:
+    status = str(t.status) if t.status else "none"
+    verdict = Verdict.PASS if status in c.statuses else Verdict.FAIL
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict, expected=f"one of {c.statuses}",
+                           evidence=f"terminal status {status}")
+
+
+def _tool_called(c: ToolCalled, t: Trajectory) -> CriterionResult:
+    called = {n: len(t.tool_calls(n)) for n in c.tools}
+    hit = [n for n, k in called.items() if k]
+    ok = len(hit) == len(c.tools) if c.mode == "all" else bool(hit)
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=Verdict.PASS if ok else Verdict.FAIL,
+                           value=len(hit), expected=f"{c.mode} of {c.tools}", evidence=f"called: {called}")
+
+
+_CHECKS = {
+    "call_count": _call_count,
+    "identical_calls": _identical,
+    "strategies": _strategies,
+    "questions_asked": _questions,
+    "mentions": _mentions,
+    "no_invented": _no_invented,
+    "status_in": _status_in,
+    "tool_called": _tool_called,
+}
+
+
+def score_criterion(criterion: Any, trajectory: Trajectory) -> CriterionResult:
+    if isinstance(criterion, Rubric):
+        return CriterionResult(id=criterion.id, kind="judge", check="rubric", verdict=Verdict.UNJUDGED,
+                               expected=criterion.pass_when or criterion.rubric[:80],
+                               evidence="no judge configured")
+    return _CHECKS[criterion.check](criterion, trajectory)
+
+
+def score_trajectory(case: Case, trajectory: Trajectory,
+                     judged: dict[str, CriterionResult] | None = None) -> TrialScore:
+    """Score every criterion; ``judged`` supplies verdicts for rubric criteria."""
+    results = []
+    for criterion in case.criteria:
+        if judged and criterion.id in judged and criterion.kind == "judge":
+            results.append(judged[criterion.id])
+        else:
+            results.append(score_criterion(criterion, trajectory))
+    autos = [r.verdict for r in results if r.kind == "auto"]
+    return TrialScore(verdict=combine(r.verdict for r in results),
+                      auto_verdict=combine(autos) if autos else Verdict.UNJUDGED,
+                      criteria=results)

@@ -1,0 +1,284 @@
+"""The event spine: everything that happens in a run, in one ordered stream.
+
+Guards read events, the trace store persists them, scorers compute over them,
+replay and diffs compare them. A trace file is JSON Lines: one event per line,
+UTF-8 as is, the first line a ``run_started`` event carrying the format
+``version``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Iterator, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .errors import CaseFileError, FileLocation
+from .messages import DecisionKind, ToolCallRequest, Usage, canonical_json
+from .status import TerminalStatus
+
+TRACE_VERSION = 1
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = 0          # position in the stream, set by the recorder
+    at_ms: float = 0.0    # milliseconds since the run started (injectable clock)
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    version: int = TRACE_VERSION
+    run_id: str
+    model: str
+    case_id: str | None = None
+    trial: int = 0
+    tools: list[str] = Field(default_factory=list)
+    guards: str = "off"
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserMessage(_Event):
+    type: Literal["user_message"] = "user_message"
+    content: str
+    source: Literal["input", "history", "simulator"] = "input"
+
+
+class AgentMessage(_Event):
+    """Text the agent said to the user (a question, or a turn from the history)."""
+
+    type: Literal["agent_message"] = "agent_message"
+    content: str
+    kind: Literal["question", "final", "text"] = "text"
+    source: Literal["model", "history"] = "model"
+    step: int | None = None
+
+
+class ModelRequestEvent(_Event):
+    type: Literal["model_request"] = "model_request"
+    step: int
+    message_count: int
+    tools: list[str] = Field(default_factory=list)
+    request_hash: str = ""
+
+
+class ModelDecisionEvent(_Event):
+    type: Literal["model_decision"] = "model_decision"
+    step: int
+    kind: DecisionKind
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    text: str = ""
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def signature(self) -> str:
+        """Tool name plus canonical arguments: what 'identical call' means."""
+        return f"{self.tool}:{canonical_json(self.arguments)}"
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    step: int
+    call_id: str
+    tool: str
+    ok: bool
+    data: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    # Who answered: a case mock or intercept, the scenario world, a real tool,
+    # or the runner itself (unknown tool, bad arguments).
+    source: str = "tool"
+    duration_ms: float = 0.0
+
+
+class GuardTripped(_Event):
+    type: Literal["guard_tripped"] = "guard_tripped"
+    step: int
+    guard: str
+    rule: str
+    verdict: Literal["hint", "block", "stop", "escalate"]
+    message: str
+    numbers: dict[str, float | int | str] = Field(default_factory=dict)
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    status: TerminalStatus
+    reply: str = ""
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    reason: str = ""
+
+
+Event = Annotated[
+    Union[
+        RunStarted,
+        UserMessage,
+        AgentMessage,
+        ModelRequestEvent,
+        ModelDecisionEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+        GuardTripped,
+        RunFinished,
+    ],
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class Trajectory:
+    """An ordered event stream with the helpers scorers and guards need."""
+
+    def __init__(self, events: Iterable[Event] = ()):
+        self.events: list[Event] = list(events)
+
+    # -- building ---------------------------------------------------------
+    def append(self, event: Event) -> Event:
+        event.seq = len(self.events)
+        self.events.append(event)
+        return event
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    # -- views ------------------------------------------------------------
+    def of_type(self, cls: type) -> list:
+        return [e for e in self.events if isinstance(e, cls)]
+
+    @property
+    def started(self) -> RunStarted | None:
+        found = self.of_type(RunStarted)
+        return found[0] if found else None
+
+    @property
+    def finished(self) -> RunFinished | None:
+        found = self.of_type(RunFinished)
+        return found[-1] if found else None
+
+    @property
+    def status(self) -> TerminalStatus | None:
+        return self.finished.status if self.finished else None
+
+    @property
+    def final_reply(self) -> str:
+        return self.finished.reply if self.finished else ""
+
+    def tool_calls(self, tool: str | Iterable[str] | None = None) -> list[ToolCallEvent]:
+        names = _names(tool)
+        return [e for e in self.of_type(ToolCallEvent) if names is None or e.tool in names]
+
+    def tool_results(self, tool: str | Iterable[str] | None = None) -> list[ToolResultEvent]:
+        names = _names(tool)
+        return [e for e in self.of_type(ToolResultEvent) if names is None or e.tool in names]
+
+    def calls_with_results(self, tool: str | Iterable[str] | None = None) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
+        results = {r.call_id: r for r in self.tool_results()}
+        return [(c, results.get(c.call_id)) for c in self.tool_calls(tool)]
+
+    def tool_order(self) -> list[str]:
+        return [c.tool for c in self.tool_calls()]
+
+    def identical_call_counts(self, tool: str | Iterable[str] | None = None) -> Counter[str]:
+        """How often each exact call (tool + canonical arguments) was made."""
+        return Counter(c.signature for c in self.tool_calls(tool))
+
+    def max_identical_calls(self, tool: str | Iterable[str] | None = None) -> int:
+        counts = self.identical_call_counts(tool)
+        return max(counts.values(), default=0)
+
+    def questions_to_user(self, include_history: bool = True) -> list[AgentMessage]:
+        return [
+            e for e in self.of_type(AgentMessage)
+            if e.kind == "question" and (include_history or e.source != "history")
+        ]
+
+    def user_messages(self) -> list[UserMessage]:
+        return self.of_type(UserMessage)
+
+    def guard_trips(self, guard: str | None = None) -> list[GuardTripped]:
+        return [e for e in self.of_type(GuardTripped) if guard is None or e.guard == guard]
+
+    def usage(self) -> Usage:
+        total = Usage()
+        for d in self.of_type(ModelDecisionEvent):
+            total = total + d.usage
+        return total
+
+    # -- files ------------------------------------------------------------
+    def to_jsonl(self) -> str:
+        return "".join(
+            json.dumps(e.model_dump(mode="json"), ensure_ascii=False) + "\n" for e in self.events
+        )
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.to_jsonl(), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_jsonl(cls, text: str, *, path: str = "<trace>") -> "Trajectory":
+        events: list[Event] = []
+        problems: list[tuple[FileLocation, str]] = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append((FileLocation(path, lineno, exc.colno), f"not JSON: {exc.msg}"))
+                continue
+            try:
+                event = EVENT_ADAPTER.validate_python(raw)
+            except Exception as exc:  # pydantic.ValidationError
+                problems.append((FileLocation(path, lineno), _short_validation(exc)))
+                continue
+            if isinstance(event, RunStarted) and event.version > TRACE_VERSION:
+                problems.append((FileLocation(path, lineno, field="version"),
+                                 f"trace format version {event.version} is newer than this tether ({TRACE_VERSION})"))
+            events.append(event)
+        if problems:
+            raise CaseFileError(problems)
+        return cls(events)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trajectory":
+        path = Path(path)
+        return cls.from_jsonl(path.read_text(encoding="utf-8"), path=str(path))
+
+
+def _names(tool: str | Iterable[str] | None) -> set[str] | None:
+    if tool is None:
+        return None
+    if isinstance(tool, str):
+        return {tool}
+    return set(tool)
+
+
+def _short_validation(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        parts = []
+        for err in errors()[:3]:
+            loc = ".".join(str(p) for p in err.get("loc", ()))
+            parts.append(f"{loc}: {err.get('msg')}")
+        return "; ".join(parts)
+    return str(exc)
