@@ -60,8 +60,9 @@ class MockedCall(_Strict):
     ``params_match`` maps argument names to expected values. A call matches when
     every listed argument is present and equal after normalization: Unicode NFKC,
     case folded, and all whitespace removed (so ``"羽毛球鞋 李宁"`` matches
-    ``"羽毛球鞋李宁"`` but not ``"李宁羽毛球鞋"``). Non-string values compare
-    as canonical JSON. Arguments not listed are ignored.
+    ``"羽毛球鞋李宁"`` but neither ``"李宁羽毛球鞋"`` nor ``"羽毛球鞋 李宁 男"``:
+    equality, not containment). Non-string values compare as canonical JSON
+    text, so ``3`` and ``"3"`` match. Arguments not listed are ignored.
     """
 
     tool: str

@@ -1,0 +1,115 @@
+import asyncio
+
+import pytest
+
+from tether import Decision, FunctionModel, RunConfig, ScriptedModel, TerminalStatus, ToolSet, Turn, run_agent, run_agent_sync, tool
+from tether.errors import UsageError
+from tether.guards import Verdict
+from tether.messages import ToolCallRequest
+
+
+@tool(description="search flights")
+def search_flights(date: str):
+    return {"total": 0, "flights": []}
+
+
+class ListUser:
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    async def reply(self, question, trajectory):
+        return self.replies.pop(0) if self.replies else None
+
+
+def test_multi_turn_history_and_simulated_user():
+    model = ScriptedModel([Decision.ask("请问日期？"), Decision.call("search_flights", {"date": "2026-04-10"}),
+                           Decision.final("没有航班")])
+    history = [Turn("user", "帮我订机票"), Turn("agent", "请问出发地？", question=True), Turn("user", "北京")]
+    result = run_agent_sync(model, ToolSet([search_flights]), message="去上海", history=history,
+                            user=ListUser(["4 月 10 日"]))
+    t = result.trajectory
+    assert result.status == TerminalStatus.COMPLETED
+    assert [q.source for q in t.questions_to_user()] == ["history", "model"]
+    assert [m.source for m in t.user_messages()] == ["history", "history", "input", "simulator"]
+    # the model saw the whole history on its first request
+    assert [m.role for m in model.requests[0].messages] == ["user", "assistant", "user", "user"]
+
+
+def test_question_without_user_ends_awaiting_user():
+    result = run_agent_sync(ScriptedModel([Decision.ask("哪天出发？")]), ToolSet(), message="订票")
+    assert result.status == TerminalStatus.AWAITING_USER and result.reply == "哪天出发？"
+
+
+def test_step_cap():
+    model = FunctionModel(lambda req: Decision.call("search_flights", {"date": "x"}))
+    result = run_agent_sync(model, ToolSet([search_flights]), message="go", config=RunConfig(max_steps=5))
+    assert result.status == TerminalStatus.STEP_LIMIT
+    assert len(result.trajectory.tool_calls()) == 5
+    assert result.trajectory.finished.steps == 5
+
+
+def test_model_error_is_recorded_not_raised():
+    def broken(req):
+        raise ConnectionError("provider down")
+
+    result = run_agent_sync(FunctionModel(broken), ToolSet(), message="go")
+    assert result.status == TerminalStatus.ERROR
+    assert "provider down" in result.error and "step 1" in result.error
+    assert result.trajectory.finished.status == TerminalStatus.ERROR
+
+
+def test_several_tool_calls_in_one_decision_and_bad_calls_continue():
+    model = ScriptedModel([
+        Decision.calls(("search_flights", {"date": "a"}), ("nope", {}), ("search_flights", {"when": 1})),
+        Decision(kind="tool_calls", tool_calls=[ToolCallRequest(id="c9", name="search_flights", raw_arguments="{oops")]),
+        Decision.final("done"),
+    ])
+    result = run_agent_sync(model, ToolSet([search_flights]), message="go")
+    types = [r.error_type for r in result.trajectory.tool_results()]
+    assert types == [None, "unknown_tool", "invalid_arguments", "invalid_arguments"]
+    assert result.status == TerminalStatus.COMPLETED
+
+
+class CountingGuard:
+    """A minimal guard exercising hint, block and stop through the loop's hooks."""
+
+    name = "test"
+
+    def before_model(self, trajectory, step):
+        return None
+
+    def before_tool(self, trajectory, step, call):
+        n = len(trajectory.tool_calls(call.name))
+        if n == 2:
+            return Verdict("hint", "repeat", "you repeated search_flights", {"count": n})
+        if n == 3:
+            return Verdict("block", "repeat", "third identical call blocked", {"count": n})
+        if n >= 4:
+            return Verdict("stop", "repeat", "4th call; limit 3", {"count": n, "limit": 3})
+        return None
+
+
+def test_guard_verdicts_flow_through_the_loop():
+    model = FunctionModel(lambda req: Decision.call("search_flights", {"date": "x"}))
+    result = run_agent_sync(model, ToolSet([search_flights]), message="go",
+                            config=RunConfig(guards=[CountingGuard()], guards_label="test"))
+    t = result.trajectory
+    assert result.status == TerminalStatus.LOOP_ABORTED
+    assert [g.verdict for g in t.guard_trips()] == ["hint", "block", "stop"]
+    assert [r.error_type for r in t.tool_results()] == [None, None, "guard_blocked", "guard_stopped"]
+    # the hint reached the model on its next request
+    seen = [m.content for m in model.requests[2].messages if m.role == "system"]
+    assert seen == ["you repeated search_flights"]
+
+
+def test_sync_wrapper_refuses_to_nest():
+    async def inner():
+        run_agent_sync(ScriptedModel([Decision.final("x")]), ToolSet(), message="x")
+
+    with pytest.raises(UsageError, match="inside a running event loop"):
+        asyncio.run(inner())
+
+
+async def test_async_api():
+    result = await run_agent(ScriptedModel([Decision.final("好")]), ToolSet(), message="嗨")
+    assert result.reply == "好"

@@ -1,0 +1,61 @@
+import json
+
+import pytest
+
+from tether import Decision, ScriptedModel, TerminalStatus, ToolSet, Trajectory, run_agent_sync, tool
+from tether.errors import CaseFileError
+from tether.events import RunStarted, ToolCallEvent, UserMessage
+
+
+@tool(description="查询订单")
+def get_order(order_id: str):
+    return {"order_id": order_id, "status": "已支付"}
+
+
+def _run():
+    model = ScriptedModel([
+        Decision.call("get_order", {"order_id": "A100"}),
+        Decision.call("get_order", {"order_id": "A100"}),
+        Decision.final("订单 A100 已支付"),
+    ])
+    return run_agent_sync(model, ToolSet([get_order]), message="查一下订单 A100")
+
+
+def test_trace_round_trips_as_utf8_jsonl(tmp_path):
+    result = _run()
+    path = result.trajectory.save(tmp_path / "t.jsonl")
+    text = path.read_text(encoding="utf-8")
+    assert "查一下订单" in text and "\\u" not in text
+    first = json.loads(text.splitlines()[0])
+    assert first["type"] == "run_started" and first["version"] == 1
+    again = Trajectory.load(path)
+    assert [e.model_dump() for e in again] == [e.model_dump() for e in result.trajectory]
+
+
+def test_trajectory_helpers():
+    t = _run().trajectory
+    assert t.status == TerminalStatus.COMPLETED
+    assert t.final_reply == "订单 A100 已支付"
+    assert t.tool_order() == ["get_order", "get_order"]
+    assert t.max_identical_calls("get_order") == 2
+    assert t.max_identical_calls("other") == 0
+    assert [r.ok for r in t.tool_results()] == [True, True]
+    assert isinstance(t.started, RunStarted)
+    assert [e.seq for e in t] == list(range(len(t)))
+
+
+def test_identical_calls_ignore_key_order():
+    a = ToolCallEvent(step=1, call_id="1", tool="t", arguments={"a": 1, "b": 2})
+    b = ToolCallEvent(step=2, call_id="2", tool="t", arguments={"b": 2, "a": 1})
+    assert a.signature == b.signature
+    assert Trajectory([a, b]).max_identical_calls() == 2
+
+
+def test_bad_trace_lines_are_reported_with_line_numbers():
+    good = json.dumps(UserMessage(content="hi").model_dump(mode="json"))
+    text = good + "\n{not json\n" + json.dumps({"type": "nope"}) + "\n"
+    with pytest.raises(CaseFileError) as exc:
+        Trajectory.from_jsonl(text, path="x.jsonl")
+    lines = [loc.line for loc, _ in exc.value.problems]
+    assert lines == [2, 3]
+    assert "x.jsonl:2" in str(exc.value)
