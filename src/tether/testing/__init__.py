@@ -1,0 +1,5 @@
+"""Helpers for testing agents and scorers with tether."""
+
+from .builder import TrajectoryBuilder
+
+__all__ = ["TrajectoryBuilder"]
