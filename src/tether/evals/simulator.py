@@ -29,8 +29,10 @@ class ScriptedUser:
         if said >= self.persona.max_rounds:
             return None
         q = _norm(question)
-        facts = [fact for key, fact in self.persona.reveals.items()
-                 if key not in self.revealed and _norm(key) in q]
+        facts: list[str] = []
+        for key, fact in self.persona.reveals.items():
+            if key not in self.revealed and _norm(key) in q and fact not in facts:
+                facts.append(fact)
         for key in self.persona.reveals:
             if _norm(key) in q:
                 self.revealed.add(key)
