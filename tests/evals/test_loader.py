@@ -47,7 +47,7 @@ def test_valid_case_loads(tmp_path):
 def test_wrong_field_type_names_line_and_field(tmp_path):
     text = VALID.replace("pass: {min: 3, max: 4}", "pass: {min: three, max: 4}")
     [(line, field, msg)] = problems(write(tmp_path, text))
-    assert (line, field) == (16, "criteria.0.pass.min") and "integer" in msg
+    assert (line, field) == (15, "criteria.0.pass.min") and "integer" in msg
 
 
 def test_unknown_key_names_its_line(tmp_path):

@@ -12,7 +12,7 @@ from rich.text import Text
 from ..errors import CaseFileError, UsageError
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 @contextlib.contextmanager
