@@ -29,7 +29,7 @@ def shipped(name: str) -> dict[str, Any]:
     return json.loads((resources.files(__name__) / name).read_text(encoding="utf-8"))
 
 
-if __name__ == "__main__":
+def write_all() -> None:
     from pathlib import Path
 
     here = Path(__file__).parent
