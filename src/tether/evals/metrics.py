@@ -37,38 +37,52 @@ def counters(t: Trajectory) -> Counters:
     )
 
 
-_ROOT_CAUSES = {
-    "loop": "未识别重复操作：同一工具被反复调用，未根据失败结果改变策略",
-    "deadlock": "未识别依赖链断裂或用户拒绝提供信息造成的死锁，持续等待或追问",
-    "abandonment": "遇到轻微障碍就放弃，未尝试修改参数、重试或降级",
-    "irrational_abandonment": "放弃时未说明原因或未给出替代方案",
-    "hallucination": "回复中出现工具未返回的数据",
-    "dropped_item": "结果不完整时删掉了用户要求的对象，而不是标注缺失",
+_DEFAULT_FIX = {
+    "loop": "在工具调用前检查是否与历史调用重复",
+    "deadlock": "识别依赖无法满足时退出，说明原因并给出替代方案",
+    "abandonment": "失败后至少尝试修改参数、重试或降级中的两种策略",
+    "irrational_abandonment": "放弃时说明原因，并给出替代方案或建议",
+    "hallucination": "只陈述工具实际返回的数据",
+    "dropped_item": "保留所有被比较的对象，缺失的数据标注「数据不可得」",
 }
 
 
+def _root_cause(check: str, result, t: Trajectory, c: Counters) -> str:
+    """The 根本原因 of one failed criterion, from the trajectory's numbers."""
+    if check in ("call_count", "identical_calls"):
+        if c.max_identical >= 3:
+            return f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次"
+        return f"不断调整参数或在工具之间来回调用，共 {c.tool_calls} 次工具调用仍无新结果，未及时停止"
+    if check == "questions_asked":
+        return f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）"
+    if check == "status_in":
+        return f"运行以 {t.status} 结束，而不是说明原因后退出"
+    if check == "strategies":
+        return f"第一次失败后只尝试了 {c.strategies} 种恢复策略就结束"
+    if check == "no_invented":
+        return f"回复中出现了工具未返回的数据（{result.evidence}）"
+    if check == "tool_called":
+        return f"流程执行到一半就结束：{result.evidence}"
+    if check == "mentions":
+        return f"最终回复缺少应有的内容：{result.evidence}"
+    return result.evidence
+
+
 def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Counters) -> Attribution | None:
+    """The seed's 失败归因 record for a failed trial (None when it did not fail)."""
     failed = score.failed()
     if not failed:
         return None
     by_id = {cr.id: cr for cr in case.criteria}
-    first = by_id[failed[0].id]
-    failure_type = first.failure_type
-    manifestation = "; ".join(f"{r.id}: {r.evidence}" for r in failed)
-    root = _ROOT_CAUSES.get(failure_type, "见失败的判定标准")
-    if failure_type == "loop" and c.max_identical >= 3:
-        root = f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次"
-    elif failure_type == "loop":
-        root = f"不断调整参数但没有新结果，共 {c.tool_calls} 次工具调用，未及时停止"
-    elif failure_type == "abandonment":
-        root = f"第一次失败后只尝试了 {c.strategies} 种恢复策略就结束"
-    fix = first.fix_suggestion or {
-        "loop": "在工具调用前检查是否与历史调用重复",
-        "deadlock": "识别依赖无法满足时退出并说明原因、给出替代方案",
-        "abandonment": "失败后至少尝试修改参数、重试或降级中的两种策略",
-    }.get(failure_type, "")
-    return Attribution(case_id=case.id, trial=trial, failure_type=failure_type, manifestation=manifestation,
-                       root_cause=root, fix_suggestion=fix, criteria=[r.id for r in failed])
+    first = failed[0]
+    spec = by_id[first.id]
+    return Attribution(
+        case_id=case.id, trial=trial, failure_type=spec.failure_type,
+        manifestation="; ".join(f"{r.id}: {r.evidence}" for r in failed),
+        root_cause=_root_cause(first.check, first, t, c),
+        fix_suggestion=spec.fix_suggestion or _DEFAULT_FIX.get(spec.failure_type, ""),
+        criteria=[r.id for r in failed],
+    )
 
 
 def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:

@@ -1,8 +1,10 @@
-"""Rich tables for eval results: a summary per model and dimension, a table
-of cases with verdicts and key counts, and failure attributions."""
+"""Rich tables for eval results, readable in an 80-column terminal: a summary
+per model and dimension, a table of cases with verdicts and key counts (the
+reasons listed under it), and failure attributions."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -16,67 +18,101 @@ def _verdict(v: str) -> Text:
     return Text(v, style=VERDICT_STYLE.get(v, ""))
 
 
-def _rate(m: DimensionMetrics | None) -> Text:
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _rate_cell(m: DimensionMetrics | None) -> Text:
     if m is None:
         return Text("-", style="dim")
-    def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.0%}"
-    good = m.auto_rate if m.auto_rate is not None else m.rate
+    shown = m.rate if m.rate is not None else m.auto_rate
     style = ""
-    if good is not None:
-        ok = good >= 0.5 if m.better == "higher" else good <= 0.5
+    if shown is not None:
+        ok = shown >= 0.5 if m.better == "higher" else shown <= 0.5
         style = "green" if ok else "red"
-    text = Text(f"{pct(m.rate)} / auto {pct(m.auto_rate)}", style=style)
+    text = Text(f"{_pct(m.rate)}", style=f"bold {style}".strip())
+    text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
     text.append(f"\n{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J", style="dim")
     return text
 
 
+def _label(run: ModelRunResult, results: Results) -> str:
+    several_stacks = len({r.guards for r in results.runs}) > 1 or any(r.guards != "off" for r in results.runs)
+    return f"{run.model}\nguards {run.guards}" if several_stacks else run.model
+
+
 def render_summary(results: Results, console: Console) -> None:
-    table = Table(title=f"{results.suite.upper()} summary (rate over decided cases / over automatic verdicts)",
-                  show_lines=True)
-    table.add_column("model")
-    table.add_column("guards")
-    dims = []
+    dims: list[str] = []
+    names: dict[str, DimensionMetrics] = {}
     for run in results.runs:
-        for d in run.dimensions:
+        for d, m in run.dimensions.items():
             if d not in dims:
                 dims.append(d)
+                names[d] = m
+    table = Table(title=f"{results.suite.upper()} · rate over decided cases, and over automatic verdicts",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("model", no_wrap=True)
     for d in dims:
-        m = next((r.dimensions[d] for r in results.runs if d in r.dimensions), None)
-        arrow = "↓" if m and m.better == "lower" else "↑"
-        table.add_column(f"{d} {arrow}\n{m.name if m else ''}", justify="center")
-    table.add_column("failure modes")
+        arrow = "↓" if names[d].better == "lower" else "↑"
+        table.add_column(f"{d} {arrow}", no_wrap=True)
     for run in results.runs:
-        modes = ", ".join(f"{k} {v.count}" for k, v in run.failure_modes.items()) or "-"
-        table.add_row(run.model, run.guards, *[_rate(run.dimensions.get(d)) for d in dims], modes)
+        table.add_row(_label(run, results), *[_rate_cell(run.dimensions.get(d)) for d in dims])
     console.print(table)
-    console.print("[dim]P pass · F fail · U unclear (the seed's gaps) · J unjudged (judge criteria without a judge: never counted as pass)[/dim]")
+    console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
+    console.print("  P pass · F fail · U unclear (a gap in the seed's criteria) · "
+                  "J unjudged (needs the judge; never counted as a pass)", style="dim")
+    for run in results.runs:
+        modes = ", ".join(f"{k} {v.count} ({v.rate:.0%} of trials)" for k, v in run.failure_modes.items())
+        console.print(f"  failure modes · {run.model} · guards {run.guards}: {modes or 'none'}", highlight=False)
 
 
 def render_cases(run: ModelRunResult, console: Console) -> None:
-    table = Table(title=f"{run.model} · guards {run.guards} · {run.trials} trial(s)")
-    for col, just in [("case", "left"), ("verdict", "left"), ("auto", "left"), ("status", "left"),
-                      ("calls", "right"), ("ident.", "right"), ("retries", "right"), ("strat.", "right"),
-                      ("asked", "right"), ("pass^k", "right"), ("why", "left")]:
-        table.add_column(col, justify=just, overflow="fold")
+    multi = run.trials > 1
+    table = Table(title=f"{run.model} · guards {run.guards} · {run.trials} trial(s)", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    table.add_column("case", no_wrap=True, min_width=8)
+    table.add_column("verdict", no_wrap=True, min_width=8)
+    table.add_column("auto", no_wrap=True, min_width=8)
+    table.add_column("status", no_wrap=True, min_width=9)
+    for col in ("call", "same", "rtry", "strt", "ask"):
+        table.add_column(col, justify="right", no_wrap=True)
+    if multi:
+        table.add_column("pass^k", justify="right", no_wrap=True)
+    reasons: list[tuple[str, str, str]] = []
     for case in run.cases:
         last = case.trials[-1]
         c = last.counters
-        why = "; ".join(f"{cr.id}: {cr.evidence}" for cr in last.criteria if cr.verdict in ("fail", "unclear"))
-        statuses = sorted({t.status for t in case.trials})
-        table.add_row(case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), ",".join(statuses),
-                      str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions),
-                      f"{case.pass_hat_k:.0f}" if run.trials > 1 else "-", why[:160])
+        statuses = ",".join(sorted({t.status for t in case.trials}))
+        row = [case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), statuses,
+               str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
+        if multi:
+            row.append(f"{case.pass_hat_k:.0f} ({case.pass_at_1:.0%})")
+        table.add_row(*row)
+        for cr in last.criteria:
+            if cr.verdict in ("fail", "unclear"):
+                reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
     console.print(table)
+    console.print("  call = tool calls · same = most repeats of one exact call · rtry = calls repeating an "
+                  "unsuccessful call · strt = distinct recovery strategies · ask = questions to the user", style="dim")
+    for case_id, verdict, why in reasons:
+        line = Text(f"  {case_id} ")
+        line.append(verdict, style=VERDICT_STYLE[verdict])
+        line.append(f" {why}")
+        console.print(line, highlight=False)
 
 
 def render_attributions(run: ModelRunResult, console: Console) -> None:
     rows = [t.attribution for c in run.cases for t in c.trials if t.attribution]
     if not rows:
         return
-    table = Table(title=f"failure attribution · {run.model} · guards {run.guards}", show_lines=False)
-    for col in ("case", "trial", "type", "manifestation", "root cause", "fix"):
-        table.add_column(col, overflow="fold")
+    console.print(Text(f"failure attribution · {run.model} · guards {run.guards}", style="bold"))
     for a in rows:
-        table.add_row(a.case_id, str(a.trial), a.failure_type, a.manifestation[:140], a.root_cause, a.fix_suggestion)
-    console.print(table)
+        console.print(
+            Text.assemble(
+                (f"  {a.case_id}", "bold"), f" trial {a.trial} · 失败类型 ", (a.failure_type, "red"), "\n",
+                f"    具体表现: {a.manifestation}\n",
+                f"    根本原因: {a.root_cause}\n",
+                f"    修复建议: {a.fix_suggestion}",
+            ),
+            highlight=False,
+        )
