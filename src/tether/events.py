@@ -179,27 +179,35 @@ class Trajectory:
     def final_reply(self) -> str:
         return self.finished.reply if self.finished else ""
 
-    def tool_calls(self, tool: str | Iterable[str] | None = None) -> list[ToolCallEvent]:
+    def tool_calls(self, tool: str | Iterable[str] | None = None, *, executed_only: bool = False) -> list[ToolCallEvent]:
+        """Calls the model made. ``executed_only`` drops calls a guard blocked or
+        stopped (their result came from the guard, not the tool)."""
         names = _names(tool)
-        return [e for e in self.of_type(ToolCallEvent) if names is None or e.tool in names]
+        calls = [e for e in self.of_type(ToolCallEvent) if names is None or e.tool in names]
+        if executed_only:
+            guarded = {r.call_id for r in self.of_type(ToolResultEvent) if r.source == "guard"}
+            calls = [c for c in calls if c.call_id not in guarded]
+        return calls
 
     def tool_results(self, tool: str | Iterable[str] | None = None) -> list[ToolResultEvent]:
         names = _names(tool)
         return [e for e in self.of_type(ToolResultEvent) if names is None or e.tool in names]
 
-    def calls_with_results(self, tool: str | Iterable[str] | None = None) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
+    def calls_with_results(self, tool: str | Iterable[str] | None = None, *,
+                           executed_only: bool = False) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
         results = {r.call_id: r for r in self.tool_results()}
-        return [(c, results.get(c.call_id)) for c in self.tool_calls(tool)]
+        return [(c, results.get(c.call_id)) for c in self.tool_calls(tool, executed_only=executed_only)]
 
     def tool_order(self) -> list[str]:
         return [c.tool for c in self.tool_calls()]
 
-    def identical_call_counts(self, tool: str | Iterable[str] | None = None) -> Counter[str]:
+    def identical_call_counts(self, tool: str | Iterable[str] | None = None, *,
+                              executed_only: bool = False) -> Counter[str]:
         """How often each exact call (tool + canonical arguments) was made."""
-        return Counter(c.signature for c in self.tool_calls(tool))
+        return Counter(c.signature for c in self.tool_calls(tool, executed_only=executed_only))
 
-    def max_identical_calls(self, tool: str | Iterable[str] | None = None) -> int:
-        counts = self.identical_call_counts(tool)
+    def max_identical_calls(self, tool: str | Iterable[str] | None = None, *, executed_only: bool = False) -> int:
+        counts = self.identical_call_counts(tool, executed_only=executed_only)
         return max(counts.values(), default=0)
 
     def questions_to_user(self, include_history: bool = True) -> list[AgentMessage]:

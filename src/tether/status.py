@@ -23,6 +23,8 @@ class TerminalStatus(StrEnum):
     BUDGET_EXCEEDED = "budget_exceeded"
     LOOP_ABORTED = "loop_aborted"
     ERROR = "error"                    # the run itself crashed (model error, bug)
+    PARTIAL = "partial"                # answered, but the goal's acceptance evidence is missing
+    INVENTED_COMPLETION = "invented_completion"  # the reply claims what no tool result supports
 
     @property
     def is_clean_ending(self) -> bool:

@@ -4,7 +4,7 @@ import pytest
 
 from tether import Decision, FunctionModel, RunConfig, ScriptedModel, TerminalStatus, ToolSet, Turn, run_agent, run_agent_sync, tool
 from tether.errors import UsageError
-from tether.guards import Verdict
+from tether.guards import BaseGuard, Verdict
 from tether.messages import ToolCallRequest
 
 
@@ -70,16 +70,13 @@ def test_several_tool_calls_in_one_decision_and_bad_calls_continue():
     assert result.status == TerminalStatus.COMPLETED
 
 
-class CountingGuard:
+class CountingGuard(BaseGuard):
     """A minimal guard exercising hint, block and stop through the loop's hooks."""
 
     name = "test"
 
-    def before_model(self, trajectory, step):
-        return None
-
-    def before_tool(self, trajectory, step, call):
-        n = len(trajectory.tool_calls(call.name))
+    def before_tool(self, ctx, call):
+        n = len(ctx.trajectory.tool_calls(call.name))
         if n == 2:
             return Verdict("hint", "repeat", "you repeated search_flights", {"count": n})
         if n == 3:

@@ -11,8 +11,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..evals import EvalConfig, load_suite, run_suite
+from ..guards.stacks import guard_stack
 from ..evals.results import Results
-from ..report import render_attributions, render_cases, render_summary
+from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
 from ._common import console, err_console, user_errors
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
@@ -29,6 +30,8 @@ Examples:
 
   tether eval c4 --model policy:steady --trials 5 --json results.json --fail-under 0.8
 
+  tether eval c4 --model policy:stubborn --guards off --guards on   # what the guards change
+
   tether eval ./my-cases --model policy:steady --case 'MY-*'
 """
 
@@ -43,6 +46,7 @@ def eval_command(
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,
     case: Annotated[Optional[list[str]], typer.Option("--case", "-c", help="only cases whose id matches this glob, repeatable")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override every case's step cap")] = None,
+    guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
 ) -> None:
     models = model or CALIBRATION
@@ -56,7 +60,9 @@ def eval_command(
         from ..models import resolve_model
         for m in models:
             resolve_model(m)   # fail fast on an unknown spec
-        config = EvalConfig(trials=trials, concurrency=concurrency, out_dir=out, max_steps=max_steps)
+        stacks = {spec: guard_stack(spec) for spec in (guards or ["off"])}
+        config = EvalConfig(trials=trials, concurrency=concurrency, out_dir=out, max_steps=max_steps,
+                            guard_stacks=stacks)
         total = len(models) * len(cases) * trials * len(config.guard_stacks)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
@@ -72,6 +78,8 @@ def eval_command(
         for run in results.runs:
             render_cases(run, console)
             render_attributions(run, console)
+    if len(config.guard_stacks) > 1:
+        render_guard_comparison(results, console)
     console.print(f"traces: {out}/")
     if json_path:
         results.save(json_path)

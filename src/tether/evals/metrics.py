@@ -20,20 +20,22 @@ DIMENSIONS = {
 def counters(t: Trajectory) -> Counters:
     failed_sigs: set[str] = set()
     retries = 0
-    for call, result in t.calls_with_results():
+    for call, result in t.calls_with_results(executed_only=True):
         if call.signature in failed_sigs:
             retries += 1
         if unsuccessful(result):
             failed_sigs.add(call.signature)
-    tools = {c.tool for c in t.tool_calls()}
+    tools = {c.tool for c in t.tool_calls(executed_only=True)}
     return Counters(
         steps=t.finished.steps if t.finished else 0,
-        tool_calls=len(t.tool_calls()),
+        tool_calls=len(t.tool_calls(executed_only=True)),
+        blocked=len(t.tool_calls()) - len(t.tool_calls(executed_only=True)),
         retries=retries,
-        max_identical=t.max_identical_calls(),
+        max_identical=t.max_identical_calls(executed_only=True),
         strategies=len(strategy_kinds(t, tools)),
         questions=len(t.questions_to_user(include_history=False)),
-        errors=sum(1 for r in t.tool_results() if not r.ok),
+        errors=sum(1 for r in t.tool_results() if not r.ok and r.source != "guard"),
+        guard_trips=len(t.guard_trips()),
     )
 
 

@@ -28,12 +28,14 @@ RESULTS_VERSION = 1
 
 class Counters(BaseModel):
     steps: int = 0
-    tool_calls: int = 0
+    tool_calls: int = 0         # executed calls (a guard's blocked or stopped calls are not counted)
+    blocked: int = 0            # calls a guard blocked or stopped
     retries: int = 0            # calls identical to an earlier unsuccessful call
     max_identical: int = 0      # most repeats of one exact call
     strategies: int = 0         # distinct recovery strategies (retry / reword / fallback)
     questions: int = 0          # questions the agent itself asked the user
     errors: int = 0             # tool results with ok = false
+    guard_trips: int = 0
 
 
 class Attribution(BaseModel):

@@ -1,5 +1,8 @@
 """Scoring as data: each criterion of a case, computed over a trajectory.
 
+Call counts are of *executed* calls: a call a guard blocked or stopped never
+reached the tool (it is counted separately, as ``blocked``).
+
 Verdicts are three-valued plus unjudged: ``pass``, ``fail``, ``unclear`` (the
 seed leaves a gap, e.g. a count between its pass and fail ranges) and
 ``unjudged`` (a rubric criterion nobody has judged yet: never a pass).
@@ -16,6 +19,7 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, Field
 
+from .._assess import is_empty_data
 from ..events import ToolResultEvent, Trajectory
 from ..messages import canonical_json
 from .case import (
@@ -72,24 +76,6 @@ class TrialScore(BaseModel):
 
 
 # -- result assessment shared by checks --------------------------------------
-_LIST_KEYS_HINT = ("total", "count")
-
-
-def is_empty_data(data: Any) -> bool:
-    """An ok result that carries nothing: None, empty containers, total 0,
-    or a mapping whose list fields are all empty."""
-    if data is None or data == "" or data == [] or data == {}:
-        return True
-    if isinstance(data, dict):
-        for key in _LIST_KEYS_HINT:
-            if key in data and data[key] == 0:
-                return True
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if lists and all(len(v) == 0 for v in lists):
-            return True
-    return False
-
-
 def unsuccessful(result: ToolResultEvent | None) -> bool:
     return result is None or not result.ok or is_empty_data(result.data)
 
@@ -116,14 +102,14 @@ def _call_count(c: CallCount, t: Trajectory) -> CriterionResult:
     if c.after_failure:
         failed: set[str] = set()
         counts: dict[str, int] = {n: 0 for n in names}
-        for call, result in t.calls_with_results(names):
+        for call, result in t.calls_with_results(names, executed_only=True):
             if call.tool in failed:
                 counts[call.tool] += 1
             if result is not None and not result.ok:
                 failed.add(call.tool)
         what = "calls to already-failed tools"
     else:
-        counts = {n: len(t.tool_calls(n)) for n in names}
+        counts = {n: len(t.tool_calls(n, executed_only=True)) for n in names}
         what = "calls"
     value = max(counts.values(), default=0) if c.per == "max_per_tool" else sum(counts.values())
     detail = ", ".join(f"{n} x{k}" for n, k in sorted(counts.items()) if k)
@@ -134,7 +120,7 @@ def _call_count(c: CallCount, t: Trajectory) -> CriterionResult:
 
 
 def _identical(c: IdenticalCalls, t: Trajectory) -> CriterionResult:
-    counts = t.identical_call_counts(c.tools)
+    counts = t.identical_call_counts(c.tools, executed_only=True)
     value = max(counts.values(), default=0)
     res = _counted(c, value, "most identical calls")
     if counts:
@@ -146,7 +132,7 @@ def _identical(c: IdenticalCalls, t: Trajectory) -> CriterionResult:
 def strategy_kinds(t: Trajectory, tools: Iterable[str]) -> list[str]:
     """Recovery strategies tried after the first unsuccessful result of ``tools``."""
     names = set(tools)
-    pairs = t.calls_with_results()
+    pairs = t.calls_with_results(executed_only=True)
     kinds: list[str] = []
     failed_sigs: set[str] = set()
     started = False

@@ -1,5 +1,5 @@
-"""Runtime guards: the seam. Built-in guards arrive with the guards issue."""
+"""Runtime guards: the seam and the built-in guards."""
 
-from ._base import Guard, Verdict
+from ._base import BaseGuard, Guard, GuardContext, Verdict
 
-__all__ = ["Guard", "Verdict"]
+__all__ = ["BaseGuard", "Guard", "GuardContext", "Verdict"]

@@ -1,36 +1,98 @@
-"""The Guard seam (the guards themselves come with the guards issue).
+"""The Guard seam.
 
-A guard observes the run and returns a verdict before each model request and
-before each tool call: ``allow`` (None), ``hint`` (a note the model sees on
-its next request), ``block`` (the tool call is not executed; the model sees
-why), ``stop`` (the run ends with a terminal status), ``escalate`` (a human
-decides; until approval gates exist, the run ends as ``needs_human``).
-Guards run in list order; the first non-hint verdict wins, hints accumulate.
+A guard observes the run and may return a :class:`Verdict` (from a plain or
+an ``async`` method) at five points:
+before each model request, after each model response, before each tool call,
+after each tool result, and on the final answer. Verdicts:
+
+* ``hint``: a note the model sees on its next request; the run goes on.
+* ``block``: the tool call is not executed; the model sees why as its result.
+* ``stop``: the run ends with ``verdict.status`` (e.g. ``loop_aborted``). With
+  ``finish_up`` the model gets one last request without tools to write its
+  final answer (done / not done / why) instead of the run ending mid-air.
+* ``escalate``: a human decides; until approval gates exist the run ends as
+  ``needs_human``.
+
+Composition order: guards run in the order given; at each point every guard is
+asked, hints accumulate, and the first block / stop / escalate wins (later
+guards are not asked). The reference stack orders them budget, loop, goal,
+result: hard limits first, then behaviour, then semantics.
+
+Guard state is plain data (:meth:`BaseGuard.state` / :meth:`BaseGuard.load_state`)
+so a run can be checkpointed and resumed with its guards.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..events import Trajectory
-from ..messages import ToolCallRequest
+from ..events import ToolResultEvent, Trajectory
+from ..messages import ToolCallRequest, ToolSpec, Usage
 from ..status import TerminalStatus
+
+Action = Literal["hint", "block", "stop", "escalate"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    action: Literal["hint", "block", "stop", "escalate"]
+    action: Action
     rule: str
     message: str
     numbers: dict[str, float | int | str] = field(default_factory=dict)
-    status: TerminalStatus | None = None   # for stop: which ending
+    status: TerminalStatus | None = None   # for stop: which ending (default loop_aborted)
+    finish_up: bool = False                # for stop: let the model write a final answer first
+
+
+@dataclass
+class GuardContext:
+    """What a guard may look at. ``trajectory`` is the live event stream."""
+
+    trajectory: Trajectory
+    step: int = 0
+    usage: Usage = field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    model_calls: int = 0
+    tool_calls: int = 0               # executed tool calls
+    model_name: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)
 
 
 @runtime_checkable
 class Guard(Protocol):
     name: str
 
-    def before_model(self, trajectory: Trajectory, step: int) -> Verdict | None: ...
 
-    def before_tool(self, trajectory: Trajectory, step: int, call: ToolCallRequest) -> Verdict | None: ...
+class BaseGuard:
+    """Default no-op hooks; subclass and override what you need."""
+
+    name = "guard"
+
+    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+        return None
+
+    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+        return None
+
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
+        return None
+
+    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
+        return None
+
+    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None:
+        return None
+
+    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str:
+        """Amend the final reply of a run this guard stopped (after finish-up)."""
+        return reply
+
+    def pinned(self, ctx: GuardContext) -> list[str]:
+        """System text pinned into every model request (never trimmed)."""
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        return None

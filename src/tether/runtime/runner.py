@@ -8,6 +8,7 @@ guard stopping the run, the step cap) the trajectory ends with a
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from ..events import (
     Trajectory,
     UserMessage,
 )
-from ..guards import Guard, Verdict
+from ..guards import Guard, GuardContext, Verdict
 from ..messages import DecisionKind, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
@@ -131,6 +132,14 @@ async def run_agent(
     return RunResult(rec.trajectory, status, reply, error)
 
 
+FINISH_UP_PROMPT = (
+    "运行已被守卫停止（{guard}: {message}）。不要再调用任何工具。"
+    "请直接给出最终回复：已完成的部分、未完成的部分及原因、用户接下来可以怎么做。"
+)
+
+_Ending = tuple[TerminalStatus, str, str]
+
+
 class _Loop:
     def __init__(self, model: Model, tools: ToolSet, user: SimulatedUser | None, config: RunConfig,
                  rec: _Recorder, messages: list[Message]):
@@ -138,20 +147,94 @@ class _Loop:
         self.messages = messages
         self.step = 0
         self.usage = Usage()
+        self.model_calls = 0
+        self.tool_calls = 0
         self.last_text = ""
         self.pending_hints: list[str] = []
+        self.specs = tools.specs()
+        self._tripped_by: Any = None
 
-    async def run(self) -> tuple[TerminalStatus, str, str]:
+    # -- guard plumbing -----------------------------------------------------
+    def ctx(self) -> GuardContext:
+        return GuardContext(trajectory=self.rec.trajectory, step=self.step, usage=self.usage,
+                            elapsed_s=self.config.clock() - self.rec.t0, model_calls=self.model_calls,
+                            tool_calls=self.tool_calls, model_name=getattr(self.model, "name", ""), tools=self.specs)
+
+    async def _ask_guards(self, hook: str, *args: Any) -> Verdict | None:
+        """Ask every guard at one point; hints accumulate, the first other verdict wins.
+        A hook may be sync or async."""
+        for guard in self.config.guards:
+            fn = getattr(guard, hook, None)
+            if fn is None:
+                continue
+            verdict = fn(self.ctx(), *args)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict is None:
+                continue
+            self.rec.add(GuardTripped(step=self.step, guard=guard.name, rule=verdict.rule, verdict=verdict.action,
+                                      message=verdict.message, numbers=dict(verdict.numbers)))
+            if verdict.action == "hint":
+                self.pending_hints.append(verdict.message)
+                continue
+            self._tripped_by = guard
+            return verdict
+        return None
+
+    def _pinned(self) -> list[str]:
+        texts: list[str] = []
+        for guard in self.config.guards:
+            fn = getattr(guard, "pinned", None)
+            if fn is not None:
+                texts.extend(fn(self.ctx()))
+        return texts
+
+    async def _end(self, verdict: Verdict) -> _Ending:
+        if verdict.action == "escalate":
+            return TerminalStatus.NEEDS_HUMAN, self.last_text, verdict.message
+        status = verdict.status or TerminalStatus.LOOP_ABORTED
+        reply = self.last_text
+        if verdict.finish_up:
+            reply = await self._finish_up(verdict) or reply
+        amend = getattr(self._tripped_by, "on_stop", None)
+        if amend is not None:
+            reply = amend(self.ctx(), verdict, reply)
+        return status, reply, verdict.message
+
+    async def _finish_up(self, verdict: Verdict) -> str:
+        """One last request without tools, so the user gets an answer, not a log dump."""
+        prompt = FINISH_UP_PROMPT.format(guard=self._tripped_by.name, message=verdict.message)
+        request = ModelRequest(messages=[*self.messages, Message(role="system", content=prompt)], tools=[],
+                               step=self.step + 1)
+        self.rec.add(ModelRequestEvent(step=self.step + 1, message_count=len(request.messages), tools=[],
+                                       request_hash=request.canonical_hash()))
+        try:
+            response = await self.model.request(request)
+        except Exception as exc:  # the run is ending anyway: keep what we have
+            self.rec.add(AgentMessage(content=f"(finish-up failed: {type(exc).__name__}: {exc})", kind="text"))
+            return ""
+        self.step += 1
+        self.usage = self.usage + response.usage
+        d = response.decision
+        self.rec.add(ModelDecisionEvent(step=self.step, kind=d.kind, tool_calls=d.tool_calls, text=d.text,
+                                        usage=response.usage))
+        return d.text
+
+    # -- the loop -------------------------------------------------------------
+    async def run(self) -> _Ending:
         while self.step < self.config.max_steps:
             self.step += 1
-            stopped = self._guard(lambda g: g.before_model(self.rec.trajectory, self.step))
-            if stopped:
-                return stopped
             request_messages = list(self.messages)
+            pinned = self._pinned()
+            if pinned:
+                request_messages.insert(0, Message(role="system", content="\n".join(pinned)))
             if self.pending_hints:
                 request_messages.append(Message(role="system", content="\n".join(self.pending_hints)))
-                self.pending_hints.clear()
-            request = ModelRequest(messages=request_messages, tools=self.tools.specs(), step=self.step)
+            request = ModelRequest(messages=request_messages, tools=self.specs, step=self.step)
+            verdict = await self._ask_guards("before_model", request)
+            if verdict:
+                return await self._end(verdict)
+            self.pending_hints.clear()
             self.rec.add(ModelRequestEvent(step=self.step, message_count=len(request_messages),
                                            tools=[t.name for t in request.tools], request_hash=request.canonical_hash()))
             try:
@@ -160,31 +243,36 @@ class _Loop:
                 raise
             except Exception as exc:
                 raise ModelFailure(getattr(self.model, "name", "model"), self.step, f"{type(exc).__name__}: {exc}") from exc
+            self.model_calls += 1
             decision = response.decision
             self.usage = self.usage + response.usage
             self.rec.add(ModelDecisionEvent(step=self.step, kind=decision.kind, tool_calls=decision.tool_calls,
                                             text=decision.text, usage=response.usage))
             if decision.text:
                 self.last_text = decision.text
+            verdict = await self._ask_guards("after_model", response)
+            if verdict:
+                return await self._end(verdict)
 
-            if decision.kind == DecisionKind.FINAL:
+            if decision.kind == DecisionKind.FINAL or (decision.kind == DecisionKind.TOOL_CALLS and not decision.tool_calls):
+                verdict = await self._ask_guards("on_final", decision.text)
+                if verdict:
+                    status = verdict.status or TerminalStatus.NEEDS_HUMAN
+                    return status, decision.text, verdict.message
                 return TerminalStatus.COMPLETED, decision.text, "final answer"
             if decision.kind == DecisionKind.QUESTION:
                 outcome = await self._ask_user(decision.text)
                 if outcome:
                     return outcome
                 continue
-            if not decision.tool_calls:
-                # A tool_calls decision with no calls: treat its text as the answer.
-                return TerminalStatus.COMPLETED, decision.text, "empty tool_calls"
             self.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
             for call in decision.tool_calls:
-                stopped = await self._tool(call)
-                if stopped:
-                    return stopped
+                ending = await self._tool(call)
+                if ending:
+                    return ending
         return TerminalStatus.STEP_LIMIT, self.last_text, f"step cap {self.config.max_steps} reached"
 
-    async def _ask_user(self, question: str) -> tuple[TerminalStatus, str, str] | None:
+    async def _ask_user(self, question: str) -> _Ending | None:
         self.rec.add(AgentMessage(content=question, kind="question", source="model", step=self.step))
         self.messages.append(Message(role="assistant", content=question))
         if self.user is None:
@@ -196,60 +284,33 @@ class _Loop:
         self.messages.append(Message(role="user", content=answer))
         return None
 
-    async def _tool(self, call: ToolCallRequest) -> tuple[TerminalStatus, str, str] | None:
+    async def _tool(self, call: ToolCallRequest) -> _Ending | None:
         self.rec.add(ToolCallEvent(step=self.step, call_id=call.id, tool=call.name, arguments=call.arguments))
-        verdict_end = None
-        blocked: Verdict | None = None
-        for guard in self.config.guards:
-            verdict = guard.before_tool(self.rec.trajectory, self.step, call)
-            if verdict is None:
-                continue
-            self._record_trip(guard, verdict)
-            if verdict.action == "hint":
-                self.pending_hints.append(verdict.message)
-            elif verdict.action == "block":
-                blocked = verdict
-                break
-            else:
-                verdict_end = self._ending(verdict)
-                break
+        verdict = await self._ask_guards("before_tool", call)
         started = time.perf_counter()
-        if verdict_end is not None:
-            result = ToolResult.failure(f"not executed: {verdict_end[2]}", "guard_stopped", source="guard")
-        elif blocked is not None:
-            result = ToolResult.failure(f"blocked by guard: {blocked.message}", "guard_blocked", source="guard")
+        if verdict is not None and verdict.action != "block":
+            result = ToolResult.failure(f"not executed: {verdict.message}", "guard_stopped", source="guard")
+        elif verdict is not None:
+            result = ToolResult.failure(f"blocked by guard: {verdict.message}", "guard_blocked", source="guard")
         elif call.raw_arguments is not None:
             result = ToolResult.failure(f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]}",
                                         "invalid_arguments", source="runner")
         else:
             result = await self.tools.call(call.name, call.arguments)
-        self.rec.add(ToolResultEvent(step=self.step, call_id=call.id, tool=call.name, ok=result.ok, data=result.data,
-                                     error=result.error, error_type=result.error_type, source=result.source,
-                                     duration_ms=round((time.perf_counter() - started) * 1000, 3)))
+            self.tool_calls += 1
+        event = self.rec.add(ToolResultEvent(step=self.step, call_id=call.id, tool=call.name, ok=result.ok,
+                                             data=result.data, error=result.error, error_type=result.error_type,
+                                             source=result.source,
+                                             duration_ms=round((time.perf_counter() - started) * 1000, 3)))
         self.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                      content=canonical_json(result.for_model())))
-        return verdict_end
-
-    def _guard(self, check: Callable[[Guard], Verdict | None]) -> tuple[TerminalStatus, str, str] | None:
-        for guard in self.config.guards:
-            verdict = check(guard)
-            if verdict is None:
-                continue
-            self._record_trip(guard, verdict)
-            if verdict.action == "hint":
-                self.pending_hints.append(verdict.message)
-            elif verdict.action in ("stop", "escalate"):
-                return self._ending(verdict)
+        if verdict is not None and verdict.action != "block":
+            return await self._end(verdict)
+        if verdict is None:
+            after = await self._ask_guards("after_tool", call, event)
+            if after is not None and after.action != "block":
+                return await self._end(after)
         return None
-
-    def _record_trip(self, guard: Guard, verdict: Verdict) -> None:
-        self.rec.add(GuardTripped(step=self.step, guard=guard.name, rule=verdict.rule, verdict=verdict.action,
-                                  message=verdict.message, numbers=dict(verdict.numbers)))
-
-    def _ending(self, verdict: Verdict) -> tuple[TerminalStatus, str, str]:
-        if verdict.action == "escalate":
-            return TerminalStatus.NEEDS_HUMAN, self.last_text, verdict.message
-        return verdict.status or TerminalStatus.LOOP_ABORTED, self.last_text, verdict.message
 
 
 def run_agent_sync(*args: Any, **kwargs: Any) -> RunResult:

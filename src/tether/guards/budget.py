@@ -1,0 +1,158 @@
+"""The budget guard: tokens, cost, wall-clock time, tool calls, model calls.
+
+Checked *before* each call with an estimate (a model request's input tokens
+are estimated from its text, its output from the run's average so far), not
+only after the fact, so a run does not overshoot by a whole response.
+At ``soft_fraction`` (80% by default) of any limit the model gets a hint to
+converge. At a hard limit the run stops as ``budget_exceeded`` after a
+finish-up request (no tools) in which the model writes its final answer; the
+reply then ends with tether's own account of what was done, what was not, and
+why (seed 002 section 4: "已完成的部分 + 未完成原因").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import ToolResultEvent, Trajectory
+from ..messages import ToolCallRequest, Usage
+from ..status import TerminalStatus
+from ._base import BaseGuard, GuardContext, Verdict
+
+# USD per million tokens (input, output). Override with Budget(prices=...).
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-4.1-nano": (0.1, 0.4),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-haiku-4": (1.0, 5.0),
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_cost: float | None = None          # USD
+    max_seconds: float | None = None       # wall clock for the whole run
+    max_tool_calls: int | None = None
+    max_model_calls: int | None = None
+    soft_fraction: float = 0.8
+    default_output_estimate: int = 256
+    prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def price(self, model: str) -> tuple[float, float] | None:
+        name = model.split(":", 1)[-1]
+        if name in self.prices:
+            return self.prices[name]
+        # longest known prefix: "gpt-4.1-mini-2025-04-14" -> "gpt-4.1-mini"
+        best = max((k for k in self.prices if name.startswith(k)), key=len, default=None)
+        return self.prices[best] if best else None
+
+
+def estimate_tokens(text: str) -> int:
+    """About 4 characters a token for Latin text, 1.5 for CJK."""
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return max(1, int(cjk / 1.5 + (len(text) - cjk) / 4))
+
+
+@dataclass
+class BudgetGuard(BaseGuard):
+    budget: Budget = field(default_factory=Budget)
+    name: str = "budget"
+    hinted: list[str] = field(default_factory=list)   # dimensions already hinted (state)
+
+    def _cost(self, model: str, usage: Usage) -> float:
+        if usage.cost:
+            return usage.cost
+        price = self.budget.price(model)
+        if price is None:
+            return 0.0
+        return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+    def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Verdict | None:
+        b = self.budget
+        limits = {"input_tokens": b.max_input_tokens, "output_tokens": b.max_output_tokens,
+                  "total_tokens": b.max_total_tokens, "cost": b.max_cost, "seconds": b.max_seconds,
+                  "tool_calls": b.max_tool_calls, "model_calls": b.max_model_calls}
+        for dim, limit in limits.items():
+            if limit is None or dim not in projected:
+                continue
+            value = projected[dim]
+            if value > limit:
+                return Verdict("stop", f"budget.{dim}",
+                               f"{dim.replace('_', ' ')} budget exhausted: {_fmt(value)} projected, limit {_fmt(limit)}",
+                               {"dimension": dim, "projected": round(value, 6), "limit": limit},
+                               status=TerminalStatus.BUDGET_EXCEEDED, finish_up=True)
+            if value >= b.soft_fraction * limit and dim not in self.hinted:
+                self.hinted.append(dim)
+                return Verdict("hint", f"budget.{dim}.soft",
+                               f"预算已用 {value / limit:.0%}（{dim}: {_fmt(value)} / {_fmt(limit)}），"
+                               "请尽快收敛到结论，不要继续探索。",
+                               {"dimension": dim, "used": round(value, 6), "limit": limit})
+        return None
+
+    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+        text = "".join(m.content for m in request.messages) + "".join(t.description for t in request.tools)
+        est_in = estimate_tokens(text)
+        calls = max(ctx.model_calls, 1)
+        est_out = ctx.usage.output_tokens // calls if ctx.model_calls else self.budget.default_output_estimate
+        projected_usage = Usage(input_tokens=ctx.usage.input_tokens + est_in,
+                                output_tokens=ctx.usage.output_tokens + est_out)
+        return self._check(ctx, {
+            "input_tokens": projected_usage.input_tokens, "output_tokens": projected_usage.output_tokens,
+            "total_tokens": projected_usage.input_tokens + projected_usage.output_tokens,
+            "cost": self._cost(ctx.model_name, projected_usage), "seconds": ctx.elapsed_s,
+            "model_calls": ctx.model_calls + 1,
+        })
+
+    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+        # What was actually spent (the estimate may have been low): stop now if over.
+        u = ctx.usage
+        verdict = self._check(ctx, {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                                    "total_tokens": u.input_tokens + u.output_tokens,
+                                    "cost": self._cost(ctx.model_name, u), "seconds": ctx.elapsed_s})
+        return verdict if verdict and verdict.action == "stop" else None
+
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
+        return self._check(ctx, {"tool_calls": ctx.tool_calls + 1, "seconds": ctx.elapsed_s})
+
+    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str:
+        summary = ledger_summary(ctx.trajectory, verdict.message)
+        return f"{reply}\n\n{summary}" if reply else summary
+
+    def state(self) -> dict[str, Any]:
+        return {"hinted": list(self.hinted)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.hinted = list(state.get("hinted", []))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
+
+
+def ledger_summary(trajectory: Trajectory, why: str) -> str:
+    """已完成 / 未完成 / 原因, from what the tools actually returned."""
+    done: list[str] = []
+    not_done: list[str] = []
+    for call, result in trajectory.calls_with_results():
+        label = f"{call.tool}({_args(call.arguments)})"
+        if result is not None and result.ok:
+            done.append(label)
+        else:
+            reason = (result.error or "no result") if result is not None else "no result"
+            not_done.append(f"{label}: {reason[:120]}")
+    lines = ["——", "已完成：" + ("；".join(done) if done else "无")]
+    lines.append("未完成：" + ("；".join(not_done) if not_done else "无"))
+    lines.append(f"原因：{why}")
+    return "\n".join(lines)
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in arguments.items())
+    return text if len(text) <= 60 else text[:57] + "..."
