@@ -6,6 +6,7 @@ import typer
 
 from . import case as case_cmd
 from . import eval as eval_cmd
+from . import guard_check as guard_check_cmd
 
 app = typer.Typer(
     name="tether",
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(case_cmd.app, name="case")
 app.command("eval", help=eval_cmd.HELP, no_args_is_help=False)(eval_cmd.eval_command)
+app.command("guard-check", help=guard_check_cmd.HELP, no_args_is_help=True)(guard_check_cmd.guard_check_command)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from ..events import (
     UserMessage,
 )
 from ..guards import Guard, GuardContext, Verdict
-from ..messages import DecisionKind, Message, ToolCallRequest, Usage, canonical_json
+from ..messages import Decision, DecisionKind, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
 from ..tools import ToolResult, ToolSet
@@ -153,6 +153,7 @@ class _Loop:
         self.pending_hints: list[str] = []
         self.specs = tools.specs()
         self._tripped_by: Any = None
+        self.seen_ids: set[str] = set()
 
     # -- guard plumbing -----------------------------------------------------
     def ctx(self) -> GuardContext:
@@ -244,7 +245,7 @@ class _Loop:
             except Exception as exc:
                 raise ModelFailure(getattr(self.model, "name", "model"), self.step, f"{type(exc).__name__}: {exc}") from exc
             self.model_calls += 1
-            decision = response.decision
+            decision = self._unique_ids(response.decision)
             self.usage = self.usage + response.usage
             self.rec.add(ModelDecisionEvent(step=self.step, kind=decision.kind, tool_calls=decision.tool_calls,
                                             text=decision.text, usage=response.usage))
@@ -271,6 +272,20 @@ class _Loop:
                 if ending:
                     return ending
         return TerminalStatus.STEP_LIMIT, self.last_text, f"step cap {self.config.max_steps} reached"
+
+    def _unique_ids(self, decision: Decision) -> Decision:
+        """Call ids must be unique within a run (results are matched by id);
+        models and doubles may reuse them, so repeats get a step suffix."""
+        if not decision.tool_calls:
+            return decision
+        calls = []
+        for i, call in enumerate(decision.tool_calls):
+            cid = call.id or f"call_{self.step}_{i}"
+            if cid in self.seen_ids:
+                cid = f"{cid}~{self.step}.{i}"
+            self.seen_ids.add(cid)
+            calls.append(call if cid == call.id else call.model_copy(update={"id": cid}))
+        return decision.model_copy(update={"tool_calls": calls})
 
     async def _ask_user(self, question: str) -> _Ending | None:
         self.rec.add(AgentMessage(content=question, kind="question", source="model", step=self.step))

@@ -1,0 +1,81 @@
+"""``tether guard-check``: run a saved trace through a guard stack."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..events import Trajectory
+from ..guards.offline import check_trace
+from ..guards.stacks import guard_stack
+from ._common import console, user_errors
+
+HELP = """Feed a saved trace (JSON Lines) through a guard stack and print where each guard
+would have tripped, with its numbers: "would my guards have caught this?"
+
+Exit code 0 when no guard would have stopped the run, 3 when one would have.
+
+Examples:
+
+  tether guard-check tether-runs/policy_stubborn/off/C4-LD-01/trial-0.jsonl
+
+  tether guard-check run.jsonl --guards loop
+"""
+
+
+def guard_check_command(
+    trace: Annotated[Path, typer.Argument(help="a trace file written by tether (JSON Lines)")],
+    guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
+    show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
+) -> None:
+    with user_errors():
+        if not trace.exists():
+            from ..errors import UsageError
+            raise UsageError(f"trace not found: {trace}")
+        t = Trajectory.load(trace)
+        stack = guard_stack(guards)()
+        trips = asyncio.run(check_trace(t, stack))
+    started = t.started
+    calls = len(t.tool_calls(executed_only=True))
+    console.print(f"{trace}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
+                  f"{len(t)} events, {calls} tool calls, ended {t.status}", highlight=False)
+    if not trips:
+        console.print(f"guards {guards}: no trip.")
+        return
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("event", "step", "guard", "rule", "verdict", "numbers / message"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("event", "step", "verdict"))
+    first_stop = None
+    hidden: list = []
+    for trip in trips:
+        v = trip.verdict
+        if trip.after_stop and not show_all:
+            hidden.append(trip)
+            continue
+        style = {"hint": "yellow", "block": "magenta", "stop": "bold red", "escalate": "bold red"}[v.action]
+        verdict = Text(v.action + (" (after stop)" if trip.after_stop else ""), style=style)
+        numbers = ", ".join(f"{k}={val}" for k, val in v.numbers.items())
+        message = v.message if len(v.message) <= 140 else v.message[:137] + "..."
+        table.add_row(str(trip.seq), str(trip.step), trip.guard, v.rule, verdict, f"{numbers}\n{message}")
+        if first_stop is None and v.action in ("stop", "escalate"):
+            first_stop = trip
+    console.print(table)
+    if hidden:
+        rules = sorted({f"{t.guard}.{t.verdict.rule}" for t in hidden})
+        console.print(f"  ... {len(hidden)} more trip(s) after that point ({', '.join(rules)}); --all lists them",
+                      style="dim", highlight=False)
+    if first_stop is None:
+        console.print(f"guards {guards}: {len(trips)} trip(s), none would have stopped the run.")
+        return
+    steps = t.finished.steps if t.finished else first_stop.step
+    calls_after = sum(1 for c in t.tool_calls(executed_only=True) if c.seq > first_stop.seq)
+    console.print(f"guards {guards} would have stopped this run at step {first_stop.step} (event {first_stop.seq}): "
+                  f"{first_stop.verdict.message}. The original run went on to step {steps}, "
+                  f"making {calls_after} more tool call(s).", highlight=False)
+    raise typer.Exit(3)
