@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tether.errors import UsageError
-from tether.messages import DecisionKind, Message
+from tether.messages import DecisionKind, Message, ToolCallRequest, canonical_json
 from tether.models import ModelRequest, resolve_model
 from tether.models.policies import POLICY_NAMES, QuitterPolicy, SteadyPolicy, StubbornPolicy, make_policy
 from tether.models.policies._assess import Status, assess, ids_for
@@ -376,6 +376,94 @@ def test_usage_is_estimated_and_decisions_have_unique_ids():
 def test_no_tool_no_task():
     r = run_agent_sync(make_policy("steady"), ToolSet([_hotel()]), message="给我讲个笑话")
     assert r.status == "completed" and "没有" in r.reply
+
+
+# -- finish-up: a guard stopped the run, one last request without tools ----------------------------
+STOP_PROMPT = ("运行已被守卫停止（loop: 4th identical call to search_flights with an unchanged result）。不要再调用任何工具。"
+               "请直接给出最终回复：已完成的部分、未完成的部分及原因、用户接下来可以怎么做。")
+DATE_ERROR = "Error: Invalid date parameter format. Expected YYYY-MM-DD."
+
+
+def _history(ask: str, calls: list[tuple[str, dict, dict]]) -> list[Message]:
+    """A conversation: the task, then each (tool, arguments, envelope) as a call and its result."""
+    out = [Message(role="system", content="你是助手"), Message(role="user", content=ask)]
+    for k, (name, args, envelope) in enumerate(calls):
+        out.append(Message(role="assistant", tool_calls=[ToolCallRequest(id=f"c{k}", name=name, arguments=args)]))
+        out.append(Message(role="tool", tool_call_id=f"c{k}", name=name, content=canonical_json(envelope)))
+    return out
+
+
+def _finish(policy: str, messages: list[Message]):
+    request = ModelRequest(messages=[*messages, Message(role="system", content=STOP_PROMPT)], tools=[],
+                           step=len(messages))
+    return make_policy(policy).decide(request)
+
+
+FLIGHT_ARGS = {"departure_city": "北京", "arrival_city": "上海", "date": "下周五"}
+FAILED_FLIGHTS = [("search_flights", FLIGHT_ARGS, {"ok": False, "error": DATE_ERROR, "error_type": "tool_error"})] * 3
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_finish_up_explains_failed_calls(policy):
+    d = _finish(policy, _history("查一下下周五北京到上海的机票", FAILED_FLIGHTS))
+    assert d.kind == DecisionKind.FINAL and not d.tool_calls
+    assert "search_flights 3 次" in d.text and DATE_ERROR in d.text          # what was tried, and why it failed
+    assert "下一步建议" in d.text and "请提供具体日期" in d.text and "2026-04-17" in d.text
+    assert "守卫停止" in d.text and "没有能完成" not in d.text
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_finish_up_counts_only_calls_that_ran(policy):
+    held = ("search_flights", FLIGHT_ARGS, {"ok": False, "error": "not executed: 4th identical call",
+                                            "error_type": "guard_stopped"})
+    d = _finish(policy, _history("查一下下周五北京到上海的机票", [*FAILED_FLIGHTS, held]))
+    assert "search_flights 3 次" in d.text and "1 次调用被拦下" in d.text
+    assert "not executed" not in d.text.split("守卫停止")[0]         # the guard's note is not the tool's error
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_finish_up_outage_says_retry_later_and_names_unreached_parts(policy):
+    down = {"ok": False, "error": "Error: Service unavailable (HTTP 503). Please try again later.", "error_type": "tool_error"}
+    d = _finish(policy, _history("帮我查北京朝阳区的二手房，查周边的餐厅", [("house_lookup_city_id", {"city_name": "北京"}, down)] * 2))
+    assert d.kind == DecisionKind.FINAL
+    assert "house_lookup_city_id 2 次" in d.text and "HTTP 503" in d.text and "稍后重试" in d.text
+    assert "「查周边的餐厅」还没有开始查询" in d.text
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_finish_up_reports_partial_results_of_a_chain(policy):
+    posts = {"ok": True, "data": {"posts": [{"post_id": "p_001", "text": "露营第一次，带了防潮垫"}]}}
+    failed = {"ok": True, "data": {"comments": [], "total": 0, "message": "评论暂时无法加载"}}
+    d = _finish(policy, _history("论坛上关于「露营」的帖子，看看评论", [
+        ("forum_search_posts", {"keyword": "露营"}, posts),
+        ("forum_get_post_comments", {"post_id": "p_001"}, failed), ("forum_get_post_comments", {"post_id": "p_001"}, failed)]))
+    assert d.kind == DecisionKind.FINAL
+    assert "已查到（forum_search_posts）" in d.text and "露营第一次" in d.text       # what was found so far
+    assert "forum_get_post_comments 2 次" in d.text and "评论暂时无法加载" in d.text
+    assert "下一步建议" in d.text and "稍后重试" in d.text           # the message says it is temporary
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_no_tools_and_no_tool_history_keeps_the_plain_answer(policy):
+    plain = ModelRequest(messages=[Message(role="user", content="帮我查一下下周五北京到上海的机票")], tools=[], step=1)
+    assert make_policy(policy).decide(plain).text == "抱歉，我现在没有能完成这个请求的工具，无法帮您查询。"
+    # tool calls for an earlier task do not make a new request a finish-up
+    later = [*_history("查一下下周五北京到上海的机票", FAILED_FLIGHTS), Message(role="assistant", content="好的。"),
+             Message(role="user", content="帮我订一家酒店")]
+    assert "没有能完成" in make_policy(policy).decide(ModelRequest(messages=later, tools=[], step=9)).text
+
+
+def test_finish_up_is_deterministic():
+    messages = _history("查一下下周五北京到上海的机票", FAILED_FLIGHTS)
+    assert len({_finish("stubborn", messages).text for _ in range(3)}) == 1
+
+
+def test_stubborn_stopped_by_the_loop_guard_explains():
+    loop = pytest.importorskip("tether.guards.loop")
+    r = run_agent_sync(make_policy("stubborn"), ToolSet([_shop(), _web()]), message="帮我在商城找「红色 雨伞」",
+                       config=RunConfig(max_steps=12, guards=[loop.LoopGuard()]))
+    assert r.status != "step_limit" and len(_calls(r)) < 12
+    assert "shop_search_items" in r.reply and "未找到相关商品" in r.reply and "下一步建议" in r.reply
 
 
 # -- the C4 suite, end to end ----------------------------------------------------------------

@@ -23,6 +23,7 @@ from ...messages import Decision
 from .._base import ModelRequest, ModelResponse
 from ..doubles import _estimate_usage
 from ._extract import DEFAULT_TODAY, parse_task
+from ._finish import finish_up, is_finish_up
 from ._planner import tool_infos
 from ._program import QUITTER, STEADY, STUBBORN, Finish, Program
 from ._transcript import Emit, Replay, read_conversation
@@ -38,6 +39,9 @@ class _Policy:
     def decide(self, request: ModelRequest) -> Decision:
         conv = read_conversation(request.messages)
         task = parse_task(conv.request, tuple(conv.replies))
+        if is_finish_up(request.tools, conv):
+            # a guard stopped the run: whatever the temperament, explain like steady does
+            return Decision.final(finish_up(self.mode, task, conv, request.messages, request.step, self.today))
         program = Program(self.mode, task, tool_infos(request.tools), Replay(conv.events, request.step), self.today)
         try:
             program.run()

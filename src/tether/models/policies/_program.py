@@ -60,6 +60,10 @@ class Program:
         self.plan = make_plan(task, infos)
         self.outcomes: list[Outcome] = []
         self.web_queries: set[str] = set()
+        # set for a finish-up answer (see _finish.py): why the run stopped, calls not run, untouched parts
+        self.stopped: str | None = None
+        self.held: dict[str, int] = {}
+        self.untried: list[str] = []
 
     # -- the program ---------------------------------------------------------------
     def run(self) -> None:

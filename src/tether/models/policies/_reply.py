@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def _calls_text(p: Program, tool: str, start: int, end: int) -> str:
     calls = [c for c in p.replay.calls[start:end] if c.name == tool]
     keys = [k for k in calls[0].arguments if any(c.arguments.get(k) != calls[0].arguments.get(k) for c in calls)] if calls else []
-    shown = keys or [k for k in (calls[0].arguments if calls else {})][:1]
+    shown = keys or [k for k in (calls[0].arguments if calls else {})][:None if len(calls) > 1 else 1]
     seen: dict[str, int] = {}
     for c in calls:
         key = "、".join(f"{k}=「{c.arguments.get(k, '（不填）')}」" for k in shown)
@@ -80,8 +80,8 @@ def compose(p: Program) -> str:
     lines: list[str] = []
     down = sorted(p.outage_tools())
     if len(down) >= 2:
-        lines.append(f"注意：多个工具（{'、'.join(down)}）同时报告服务不可用（如 HTTP 503），"
-                     "说明后端出现了系统性故障；我没有反复调用这些失败的工具，而是改用网页搜索降级。")
+        lines.append(f"注意：多个工具（{'、'.join(down)}）同时报告服务不可用（如 HTTP 503），说明后端出现了系统性故障"
+                     + ("。" if p.stopped is not None else "；我没有反复调用这些失败的工具，而是改用网页搜索降级。"))
     items = [o for o in p.outcomes if o.item is not None]
     if items:
         lines += comparison(p, items)
@@ -92,8 +92,23 @@ def compose(p: Program) -> str:
         lines += outcome_lines(p, o) if o.steps and o.failed is None else failure_lines(p, o)
         if o.web is not None:
             lines += web_lines(o.web)
+    if p.stopped is not None:
+        lines += stopped_lines(p)
     lines += next_steps(p)
     return "\n".join(lines).strip()
+
+
+def stopped_lines(p: Program) -> list[str]:
+    """A finish-up answer: the run was stopped; what did not run, what was not reached."""
+    out = []
+    if not p.outcomes:
+        out.append("这次还没有拿到任何工具结果。")
+    if p.untried:
+        out.append(f"请求中的「{'」「'.join(p.untried)}」还没有开始查询。")
+    held = "；".join(f"{tool} 还有 {n} 次调用被拦下、没有执行" for tool, n in p.held.items())
+    stop = f"本次运行已被守卫停止（{p.stopped}）" if p.stopped else "本次运行已停止"
+    out.append(f"{stop}，所以我没有再调用工具" + (f"：{held}" if held else "") + "。")
+    return out
 
 
 def _subject(p: Program, o: Outcome) -> str:
@@ -104,7 +119,7 @@ def outcome_lines(p: Program, o: Outcome) -> list[str]:
     out = [f"关于「{_subject(p, o)}」："]
     first, last = o.steps[0], o.steps[-1]
     before = [c for c in p.replay.calls if c.name == first.tool]
-    if len(before) > 1 and first.assessment.status != Status.INSUFFICIENT:
+    if len(before) > 1 and before[0].assessment.status.failed and first.assessment.status != Status.INSUFFICIENT:
         out.append(f"（{_calls_text(p, first.tool, 0, len(p.replay.calls))}：前几次没有结果"
                    f"{'（「' + before[0].assessment.reason + '」）' if before[0].assessment.reason else ''}，"
                    f"重试并调整参数后拿到了结果。）")
@@ -246,7 +261,8 @@ def failure_lines(p: Program, o: Outcome) -> list[str]:
     kind = ("都" if many else "") + ("返回错误" if a.status == Status.ERROR else "没有结果")
     out = before + [f"「{subject}」：{calls}，{kind}：「{a.reason or '无结果'}」。"]
     if a.outage and len(p.outage_tools()) < 2:
-        out.append(f"{o.failed.tool} 服务当前不可用，依赖它的后续步骤（{'、'.join(o.goal.chain[1:]) or '无'}）也无法进行。")
+        rest = "、".join(o.goal.chain[1:])
+        out.append(f"{o.failed.tool} 服务当前不可用，依赖它的后续步骤{'（' + rest + '）' if rest else ''}也无法进行。")
     return out
 
 
@@ -261,7 +277,7 @@ def web_lines(step: Step) -> list[str]:
 def next_steps(p: Program) -> list[str]:
     steps: list[str] = []
     official, others = channels(p.task.request)
-    failed = [o for o in p.outcomes if not o.steps]
+    failed = [o for o in p.outcomes if not o.steps or o.failed is not None]
     limited = [o for o in p.outcomes if o.limited]
     for o in failed:
         a = o.failed.assessment if o.failed else None
@@ -270,13 +286,21 @@ def next_steps(p: Program) -> list[str]:
             steps.append(f"请提供具体日期（YYYY-MM-DD 格式{'，例如 ' + iso if iso else ''}），我再帮您查询")
         if (a is not None and a.outage) or o.skipped == "outage":
             steps.append("服务暂时不可用，建议稍后重试")
-        if a is not None and a.status == Status.EMPTY:
+        elif a is not None and a.transient:
+            steps.append("平台提示这是暂时的问题，建议稍后重试")
+        if a is not None and a.status == Status.EMPTY and not a.transient:
             steps.append(f"这个需求在该平台可能没有结果（缺货、未上架或本身不存在），可以通过{official}查询")
     if failed:
         steps.append(f"也可以到{others}查询")
         steps.append("或者告诉我更具体/更宽泛的要求，我换个方式再试")
     if limited:
         steps.append(f"如果需要精确数据，可以直接到{official}查看")
+    if p.stopped is not None:
+        if p.untried:
+            steps.append(f"「{'」「'.join(p.untried)}」如果还需要，可以稍后单独让我查询")
+        if not failed and not limited:
+            steps.append("如果需要更完整的结果，可以告诉我更具体的要求，我再接着查")
+            steps.append(f"也可以到{official}或{others}核实最新信息")
     if not steps:
         return []
     steps = list(dict.fromkeys(steps))
