@@ -7,6 +7,7 @@ import typer
 from . import case as case_cmd
 from . import eval as eval_cmd
 from . import guard_check as guard_check_cmd
+from . import run as run_cmd
 
 app = typer.Typer(
     name="tether",
@@ -15,6 +16,7 @@ app = typer.Typer(
         "Examples:\n\n"
         "  tether eval c4                          # the C4 suite against the three calibration agents, offline\n\n"
         "  tether eval c4 --model policy:steady --trials 3 --json results.json\n\n"
+        "  tether run C4-LD-01 --model policy:stubborn --guards on   # one case, step by step\n\n"
         "  tether case list                        # the cases of the built-in C4 suite\n\n"
         "  tether case validate my-case.yaml       # check a case file, with file:line [field] errors"
     ),
@@ -24,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(case_cmd.app, name="case")
 app.command("eval", help=eval_cmd.HELP, no_args_is_help=False)(eval_cmd.eval_command)
+app.command("run", help=run_cmd.HELP, no_args_is_help=True)(run_cmd.run_command)
 app.command("guard-check", help=guard_check_cmd.HELP, no_args_is_help=True)(guard_check_cmd.guard_check_command)
 
 

@@ -77,5 +77,5 @@ def guard_check_command(
     calls_after = sum(1 for c in t.tool_calls(executed_only=True) if c.seq > first_stop.seq)
     console.print(f"guards {guards} would have stopped this run at step {first_stop.step} (event {first_stop.seq}): "
                   f"{first_stop.verdict.message}. The original run went on to step {steps}, "
-                  f"making {calls_after} more tool call(s).", highlight=False)
+                  f"making {calls_after} more tool call(s).", highlight=False, soft_wrap=True)
     raise typer.Exit(3)
