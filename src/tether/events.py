@@ -112,6 +112,40 @@ class GuardTripped(_Event):
     numbers: dict[str, float | int | str] = Field(default_factory=dict)
 
 
+class SideEffectEvent(_Event):
+    """The side-effect ledger at work: an intent written before a side-effecting
+    call, its outcome after, or a call answered from the ledger instead of re-run."""
+
+    type: Literal["side_effect"] = "side_effect"
+    step: int
+    call_id: str
+    tool: str
+    key: str
+    status: Literal["intent", "done", "failed", "unknown", "replayed", "resolved", "held"]
+    detail: str = ""
+
+
+class ApprovalEvent(_Event):
+    type: Literal["approval"] = "approval"
+    step: int
+    call_id: str
+    tool: str
+    approval_id: str
+    action: Literal["requested", "approved", "rejected", "modified", "escalated", "terminated", "expired",
+                    "consumed", "pending"]
+    by: str = ""
+    reason: str = ""
+    digest: str = ""
+
+
+class RunResumed(_Event):
+    type: Literal["run_resumed"] = "run_resumed"
+    checkpoint: int
+    step: int
+    phase: str
+    dropped_events: int = 0
+
+
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
     status: TerminalStatus
@@ -132,6 +166,9 @@ Event = Annotated[
         ToolCallEvent,
         ToolResultEvent,
         GuardTripped,
+        SideEffectEvent,
+        ApprovalEvent,
+        RunResumed,
         RunFinished,
     ],
     Field(discriminator="type"),

@@ -69,7 +69,9 @@ async def test_refund_flow_succeeds_with_evidence():
     assert [s.tool for s in result.plan] == ["get_order", "check_refund", "create_refund"]
     assert isinstance(result.plan[0], PlanStep) and result.review is None and result.run_id == "r1"
     assert [e.type for e in t] == ["run_started", "user_message", "model_request", "model_decision",
-                                   "tool_call", "tool_result", "tool_call", "tool_result", "tool_call", "tool_result",
+                                   "tool_call", "tool_result", "tool_call", "tool_result",
+                                   # create_refund is side-effecting: the ledger's intent and outcome around it
+                                   "tool_call", "side_effect", "side_effect", "tool_result",
                                    "run_finished"]
     assert t.status == TerminalStatus.SUCCEEDED and t.finished.reply == result.reply
     assert "已完成：step 1 查询订单" in result.reply and "未完成：无" in result.reply

@@ -32,6 +32,7 @@ from ..messages import Decision, DecisionKind, Message, ToolCallRequest, Usage, 
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
 from ..tools import ToolResult, ToolSet
+from .effects import MemoryLedger
 
 
 class SimulatedUser(Protocol):
@@ -57,6 +58,11 @@ class RunConfig:
     guards_label: str = "off"
     clock: Callable[[], float] = time.perf_counter
     meta: dict[str, Any] = field(default_factory=dict)
+    # Durable runs: a store (tether.store.SQLiteStore) persists events, one
+    # checkpoint per step and the side-effect ledger, so the run can resume.
+    store: Any = None
+    # Human approval gates for risky tools (tether.runtime.approvals.ApprovalGate).
+    approvals: Any = None
 
 
 @dataclass
@@ -73,14 +79,19 @@ class RunResult:
 
 
 class _Recorder:
-    def __init__(self, clock: Callable[[], float]):
+    def __init__(self, clock: Callable[[], float], store: Any = None, run_id: str = "", offset_ms: float = 0.0):
         self.trajectory = Trajectory()
         self.clock = clock
-        self.t0 = clock()
+        self.t0 = clock() - offset_ms / 1000
+        self.store = store
+        self.run_id = run_id
 
     def add(self, event):
         event.at_ms = round((self.clock() - self.t0) * 1000, 3)
-        return self.trajectory.append(event)
+        self.trajectory.append(event)
+        if self.store is not None:
+            self.store.append_event(self.run_id, event.seq, event.model_dump(mode="json"))
+        return event
 
 
 async def run_agent(
@@ -98,9 +109,13 @@ async def run_agent(
     """Run one conversation to a terminal status. Never raises for run
     failures (they end as ``error``); raises :class:`UsageError` for misuse
     (for example a scripted model called once too often), after recording it."""
-    rec = _Recorder(config.clock)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    model_name = getattr(model, "name", type(model).__name__)
+    if config.store is not None:
+        config.store.create_run(run_id, model=model_name, case_id=case_id, meta=dict(config.meta))
+    rec = _Recorder(config.clock, config.store, run_id)
     rec.add(RunStarted(
-        run_id=run_id or uuid.uuid4().hex[:12], model=getattr(model, "name", type(model).__name__),
+        run_id=run_id, model=model_name,
         case_id=case_id, trial=trial, tools=tools.names(), guards=config.guards_label, meta=dict(config.meta),
     ))
     messages: list[Message] = []
@@ -118,17 +133,27 @@ async def run_agent(
         messages.append(Message(role="user", content=message))
 
     loop = _Loop(model, tools, user, config, rec, messages)
+    return await drive(loop)
+
+
+async def drive(loop: "_Loop") -> RunResult:
+    """Run (or continue) a loop to its end and record how it ended."""
+    rec = loop.rec
     try:
         status, reply, reason = await loop.run()
         error = None
     except UsageError as exc:
         rec.add(RunFinished(status=TerminalStatus.ERROR, reply="", steps=loop.step, usage=loop.usage,
                             error=str(exc), reason="misuse"))
+        if rec.store is not None:
+            rec.store.finish_run(rec.run_id, TerminalStatus.ERROR, "", f"misuse: {exc}")
         exc.trajectory = rec.trajectory  # type: ignore[attr-defined]
         raise
     except Exception as exc:  # a run failure: recorded, never a crash of the caller
         status, reply, reason, error = TerminalStatus.ERROR, loop.last_text, "exception", f"{type(exc).__name__}: {exc}"
     rec.add(RunFinished(status=status, reply=reply, steps=loop.step, usage=loop.usage, error=error, reason=reason))
+    if rec.store is not None:
+        rec.store.finish_run(rec.run_id, status, reply, reason)
     return RunResult(rec.trajectory, status, reply, error)
 
 
@@ -154,6 +179,8 @@ class _Loop:
         self.specs = tools.specs()
         self._tripped_by: Any = None
         self.seen_ids: set[str] = set()
+        self.pending_calls: list[ToolCallRequest] = []   # calls of the current decision not yet run
+        self.ledger = config.store if config.store is not None else MemoryLedger()
 
     # -- guard plumbing -----------------------------------------------------
     def ctx(self) -> GuardContext:
@@ -222,7 +249,28 @@ class _Loop:
         return d.text
 
     # -- the loop -------------------------------------------------------------
+    def checkpoint(self, phase: str) -> None:
+        """One checkpoint per step boundary and per tool result (durable runs only)."""
+        if self.rec.store is not None:
+            from .durable import capture
+
+            self.rec.store.save_checkpoint(self.rec.run_id, self.step, phase, len(self.rec.trajectory), capture(self))
+
+    async def _run_pending(self) -> _Ending | None:
+        while self.pending_calls:
+            ending = await self._tool(self.pending_calls[0])
+            self.pending_calls.pop(0)
+            self.checkpoint("calls_pending" if self.pending_calls else "before_model")
+            if ending:
+                return ending
+        return None
+
     async def run(self) -> _Ending:
+        ending = await self._run_pending()          # a resumed run may have calls left to make
+        if ending:
+            return ending
+        if self.step == 0:
+            self.checkpoint("before_model")
         while self.step < self.config.max_steps:
             self.step += 1
             request_messages = list(self.messages)
@@ -265,12 +313,14 @@ class _Loop:
                 outcome = await self._ask_user(decision.text)
                 if outcome:
                     return outcome
+                self.checkpoint("before_model")
                 continue
             self.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
-            for call in decision.tool_calls:
-                ending = await self._tool(call)
-                if ending:
-                    return ending
+            self.pending_calls = list(decision.tool_calls)
+            self.checkpoint("calls_pending")
+            ending = await self._run_pending()
+            if ending:
+                return ending
         return TerminalStatus.STEP_LIMIT, self.last_text, f"step cap {self.config.max_steps} reached"
 
     def _unique_ids(self, decision: Decision) -> Decision:
@@ -303,6 +353,7 @@ class _Loop:
         self.rec.add(ToolCallEvent(step=self.step, call_id=call.id, tool=call.name, arguments=call.arguments))
         verdict = await self._ask_guards("before_tool", call)
         started = time.perf_counter()
+        ending: _Ending | None = None
         if verdict is not None and verdict.action != "block":
             result = ToolResult.failure(f"not executed: {verdict.message}", "guard_stopped", source="guard")
         elif verdict is not None:
@@ -311,8 +362,9 @@ class _Loop:
             result = ToolResult.failure(f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]}",
                                         "invalid_arguments", source="runner")
         else:
-            result = await self.tools.call(call.name, call.arguments)
-            self.tool_calls += 1
+            result = self.tools.check(call.name, call.arguments)
+            if result is None:
+                result, ending = await self._gated_call(call)
         event = self.rec.add(ToolResultEvent(step=self.step, call_id=call.id, tool=call.name, ok=result.ok,
                                              data=result.data, error=result.error, error_type=result.error_type,
                                              source=result.source,
@@ -321,11 +373,30 @@ class _Loop:
                                      content=canonical_json(result.for_model())))
         if verdict is not None and verdict.action != "block":
             return await self._end(verdict)
+        if ending is not None:
+            return ending
         if verdict is None:
             after = await self._ask_guards("after_tool", call, event)
             if after is not None and after.action != "block":
                 return await self._end(after)
         return None
+
+    async def _gated_call(self, call: ToolCallRequest) -> tuple[ToolResult, _Ending | None]:
+        """Approval gate, then the side-effect ledger, then the tool."""
+        from .durable import approve, side_effect_call
+
+        arguments = call.arguments
+        if self.config.approvals is not None:
+            outcome = await approve(self, call)
+            if isinstance(outcome, tuple):
+                return outcome
+            arguments = outcome
+        tool = self.tools.tools[call.name]
+        if tool.side_effect:
+            return await side_effect_call(self, call, tool, arguments)
+        result = await self.tools.call(call.name, arguments)
+        self.tool_calls += 1
+        return result, None
 
 
 def run_agent_sync(*args: Any, **kwargs: Any) -> RunResult:

@@ -9,6 +9,7 @@ crash the run.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
@@ -42,6 +43,11 @@ class ToolResult(BaseModel):
 
 
 ToolFn = Callable[..., Any]
+StatusQuery = Callable[[str, dict[str, Any]], "ToolResult | None | Awaitable[ToolResult | None]"]
+
+# The idempotency key of the side-effecting call in flight (set by the run loop,
+# read by Tool.invoke for tools that take one).
+current_idempotency_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("tether_idempotency_key", default=None)
 
 
 class Tool:
@@ -60,10 +66,20 @@ class Tool:
         fn: ToolFn | None = None,
         *,
         side_effect: bool = False,
+        idempotency_param: str | None = None,
+        status_query: StatusQuery | None = None,
     ):
+        """``side_effect``: the tool changes the world (the run loop records an
+        intent and an outcome around each call, and never blindly repeats one).
+        ``idempotency_param``: the keyword the run loop's idempotency key is
+        passed as (not part of the schema the model sees). ``status_query``:
+        ``fn(key, arguments)`` returning the effect's result if it happened,
+        ``None`` if it did not; used when an outcome is unknown."""
         self.name = name
         self.description = description
         self.side_effect = side_effect
+        self.idempotency_param = idempotency_param
+        self.status_query = status_query
         self.fn = fn
         self._args_model: type[BaseModel] | None = None
         if isinstance(parameters, type) and issubclass(parameters, BaseModel):
@@ -97,8 +113,12 @@ class Tool:
     async def invoke(self, arguments: dict[str, Any]) -> ToolResult:
         if self.fn is None:
             return ToolResult.failure(f"tool {self.name!r} has no implementation", "not_implemented", source="runner")
+        kwargs = dict(arguments)
+        key = current_idempotency_key.get()
+        if self.idempotency_param and key is not None:
+            kwargs[self.idempotency_param] = key
         try:
-            out = self.fn(**arguments)
+            out = self.fn(**kwargs)
             if inspect.isawaitable(out):
                 out = await out
         except asyncio.TimeoutError as exc:
@@ -111,24 +131,29 @@ class Tool:
 
 
 def tool(name: str | None = None, *, description: str | None = None, side_effect: bool = False,
-         parameters: dict[str, Any] | type[BaseModel] | None = None) -> Callable[[ToolFn], Tool]:
+         parameters: dict[str, Any] | type[BaseModel] | None = None, idempotency_param: str | None = None,
+         status_query: StatusQuery | None = None) -> Callable[[ToolFn], Tool]:
     """Decorator: turn a function into a :class:`Tool`.
 
-    Without ``parameters`` the schema is built from the signature's type hints.
+    Without ``parameters`` the schema is built from the signature's type hints
+    (the ``idempotency_param``, if any, is left out of it).
     """
 
     def wrap(fn: ToolFn) -> Tool:
-        params = parameters if parameters is not None else _schema_from_signature(fn)
-        return Tool(name or fn.__name__, description or (inspect.getdoc(fn) or "").strip(), params, fn, side_effect=side_effect)
+        params = parameters if parameters is not None else _schema_from_signature(fn, skip=idempotency_param)
+        return Tool(name or fn.__name__, description or (inspect.getdoc(fn) or "").strip(), params, fn,
+                    side_effect=side_effect, idempotency_param=idempotency_param, status_query=status_query)
 
     return wrap
 
 
-def _schema_from_signature(fn: ToolFn) -> type[BaseModel]:
+def _schema_from_signature(fn: ToolFn, skip: str | None = None) -> type[BaseModel]:
     from pydantic import create_model
 
     fields: dict[str, Any] = {}
     for pname, p in inspect.signature(fn).parameters.items():
+        if pname == skip:
+            continue
         ann = p.annotation if p.annotation is not inspect.Parameter.empty else Any
         default = p.default if p.default is not inspect.Parameter.empty else ...
         fields[pname] = (ann, default)
@@ -169,8 +194,8 @@ class ToolSet:
     def with_layer(self, layer: ToolLayer) -> "ToolSet":
         return ToolSet(self.tools.values(), [*self.layers, layer])
 
-    async def call(self, name: str, arguments: Any) -> ToolResult:
-        """Validate, run through the layers, invoke. Never raises for bad input."""
+    def check(self, name: str, arguments: Any) -> ToolResult | None:
+        """The error result for an unknown tool or bad arguments; None when the call may go ahead."""
         t = self.tools.get(name)
         if t is None:
             known = ", ".join(sorted(self.tools)) or "(none)"
@@ -182,6 +207,13 @@ class ToolSet:
         problem = t.validate(arguments)
         if problem:
             return ToolResult.failure(f"invalid arguments for {name}: {problem}", "invalid_arguments", source="runner")
+        return None
+
+    async def call(self, name: str, arguments: Any) -> ToolResult:
+        """Validate, run through the layers, invoke. Never raises for bad input."""
+        problem = self.check(name, arguments)
+        if problem is not None:
+            return problem
 
         async def terminal(n: str, a: dict[str, Any]) -> ToolResult:
             return await self.tools[n].invoke(a)

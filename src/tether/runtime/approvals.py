@@ -1,0 +1,172 @@
+"""Human approval gates for risky tools (seed 002 section 9).
+
+A policy says which calls need approval: by tool name, glob, and argument
+predicates (``batch_update`` with ``count > 100``). An approver decides:
+approve, reject, modify the arguments, escalate, or terminate. Approvers sit
+behind one small seam (``async decide(request) -> ApprovalDecision``):
+
+* :class:`CallbackApprover`: a function decides (programmatic).
+* :class:`PolicyApprover`: approves or rejects by the policy alone.
+* :class:`CLIApprover`: an interactive prompt showing what will be done, what
+  it affects and why approval is needed.
+* :class:`DeferredApprover`: persists the request and pauses the run
+  (``needs_human``); ``tether approve RUN_ID`` decides and the run continues.
+
+A timeout is a rejection (default deny). A decision is bound to a digest of
+the exact arguments and consumed once: another set of arguments, a retry, or a
+resumed run after the call ran all need a new decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal, Protocol
+
+from ..messages import canonical_json
+
+Action = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
+
+# The seed's high-risk set, as an example policy.
+HIGH_RISK_TOOLS = ("delete_data", "send_email", "payment", "batch_update")
+
+
+def arguments_digest(tool: str, arguments: dict[str, Any]) -> str:
+    return hashlib.sha256(f"{tool}\x1f{canonical_json(arguments)}".encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApprovalRule:
+    """Calls to tools matching ``tools`` (names or globs) need approval, when
+    ``when(arguments)`` is true (always, without a predicate)."""
+
+    tools: tuple[str, ...]
+    reason: str
+    when: Callable[[dict[str, Any]], bool] | None = None
+    affects: Callable[[dict[str, Any]], str] | None = None
+
+    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
+        if not any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tools):
+            return False
+        return self.when(arguments) if self.when is not None else True
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    rules: tuple[ApprovalRule, ...] = ()
+
+    def match(self, tool: str, arguments: dict[str, Any]) -> ApprovalRule | None:
+        return next((r for r in self.rules if r.matches(tool, arguments)), None)
+
+    @classmethod
+    def seed_high_risk(cls) -> "ApprovalPolicy":
+        return cls((
+            ApprovalRule(("delete_*", "delete_data"), "删除数据不可逆"),
+            ApprovalRule(("send_email", "send_*"), "会向外部发送消息"),
+            ApprovalRule(("payment", "pay_*", "create_refund"), "涉及资金"),
+            ApprovalRule(("batch_update",), "批量更新超过 100 条", when=lambda a: (a.get("count") or 0) > 100,
+                         affects=lambda a: f"{a.get('count')} 条记录"),
+        ))
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    id: str
+    run_id: str
+    tool: str
+    arguments: dict[str, Any]
+    digest: str
+    reason: str                 # why approval is needed
+    affects: str = ""           # what it affects
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    action: Action
+    arguments: dict[str, Any] | None = None   # for modify
+    by: str = ""
+    note: str = ""
+
+
+class Approver(Protocol):
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision: ...
+
+
+@dataclass
+class CallbackApprover:
+    fn: Callable[[ApprovalRequest], "ApprovalDecision | Awaitable[ApprovalDecision]"]
+    name: str = "callback"
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        out = self.fn(request)
+        if asyncio.iscoroutine(out) or isinstance(out, Awaitable):
+            out = await out
+        return out
+
+
+@dataclass
+class PolicyApprover:
+    """Decides by policy alone: ``approve`` everything the gate sends, or ``reject`` it."""
+
+    action: Literal["approve", "reject"] = "reject"
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(self.action, by="policy", note=f"policy-only approver ({self.action})")
+
+
+@dataclass
+class DeferredApprover:
+    """Leaves the decision to someone else later: the run pauses as needs_human."""
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision("pending", by="deferred", note="waiting for `tether approve`")
+
+
+@dataclass
+class CLIApprover:
+    """Asks on the terminal: approve / reject / edit (the arguments as JSON)."""
+
+    console: Any = None
+    ask: Callable[[str], str] | None = None   # injectable for tests
+
+    async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        return await asyncio.to_thread(self._prompt, request)
+
+    def _prompt(self, request: ApprovalRequest) -> ApprovalDecision:
+        import json
+
+        from rich.console import Console
+        from rich.panel import Panel
+
+        console = self.console or Console(stderr=True)
+        body = (f"[bold]要做什么[/]: {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n"
+                f"[bold]影响什么[/]: {request.affects or '见参数'}\n[bold]为什么需要你确认[/]: {request.reason}")
+        console.print(Panel(body, title=f"approval needed · run {request.run_id} · step {request.step}"))
+        ask = self.ask or (lambda prompt: console.input(prompt))
+        answer = ask("[a]pprove / [r]eject / [e]dit > ").strip().lower()
+        if answer in ("a", "approve", "y", "yes"):
+            return ApprovalDecision("approve", by="cli")
+        if answer in ("e", "edit"):
+            raw = ask("new arguments (JSON) > ")
+            try:
+                return ApprovalDecision("modify", arguments=json.loads(raw), by="cli")
+            except json.JSONDecodeError as exc:
+                return ApprovalDecision("reject", by="cli", note=f"unreadable arguments: {exc}")
+        return ApprovalDecision("reject", by="cli")
+
+
+@dataclass(frozen=True)
+class ApprovalGate:
+    policy: ApprovalPolicy
+    approver: Approver = field(default_factory=PolicyApprover)
+    timeout_s: float = 300.0
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        """The approver's decision; a timeout is a rejection."""
+        try:
+            return await asyncio.wait_for(self.approver.decide(request), self.timeout_s)
+        except asyncio.TimeoutError:
+            return ApprovalDecision("reject", by="timeout", note=f"no decision within {self.timeout_s:g} s: default deny")
