@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import inspect
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Protocol
@@ -102,7 +103,7 @@ class CallbackApprover:
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
         out = self.fn(request)
-        if asyncio.iscoroutine(out) or isinstance(out, Awaitable):
+        if inspect.isawaitable(out):
             out = await out
         return out
 
