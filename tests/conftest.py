@@ -10,3 +10,9 @@ def _forbid_real_model_requests():
     set_model_requests_allowed(False)
     yield
     set_model_requests_allowed(True)
+
+
+@pytest.fixture(autouse=True)
+def _private_run_store(tmp_path, monkeypatch):
+    """CLI runs record into the embedded store: keep each test's store private."""
+    monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether-store.db"))

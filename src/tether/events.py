@@ -216,24 +216,37 @@ class Trajectory:
     def final_reply(self) -> str:
         return self.finished.reply if self.finished else ""
 
-    def tool_calls(self, tool: str | Iterable[str] | None = None, *, executed_only: bool = False) -> list[ToolCallEvent]:
-        """Calls the model made. ``executed_only`` drops calls a guard blocked or
-        stopped (their result came from the guard, not the tool)."""
+    def _paired(self) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
+        """Each call with its result: the first later result with the same call id
+        (a call re-attempted after a pause reuses its id, so pairing is positional)."""
+        pairs: list[tuple[ToolCallEvent, ToolResultEvent | None]] = []
+        open_calls: dict[str, list[int]] = {}
+        for event in self.events:
+            if isinstance(event, ToolCallEvent):
+                open_calls.setdefault(event.call_id, []).append(len(pairs))
+                pairs.append((event, None))
+            elif isinstance(event, ToolResultEvent) and open_calls.get(event.call_id):
+                i = open_calls[event.call_id].pop(0)
+                pairs[i] = (pairs[i][0], event)
+        return pairs
+
+    def calls_with_results(self, tool: str | Iterable[str] | None = None, *,
+                           executed_only: bool = False) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
+        """Calls (optionally of ``tool``) with their results. ``executed_only``
+        drops calls that never reached the tool: blocked or stopped by a guard,
+        or held by an approval gate."""
         names = _names(tool)
-        calls = [e for e in self.of_type(ToolCallEvent) if names is None or e.tool in names]
-        if executed_only:
-            guarded = {r.call_id for r in self.of_type(ToolResultEvent) if r.source == "guard"}
-            calls = [c for c in calls if c.call_id not in guarded]
-        return calls
+        return [(c, r) for c, r in self._paired()
+                if (names is None or c.tool in names)
+                and not (executed_only and r is not None and r.source in ("guard", "approval"))]
+
+    def tool_calls(self, tool: str | Iterable[str] | None = None, *, executed_only: bool = False) -> list[ToolCallEvent]:
+        """Calls the model made (see :meth:`calls_with_results` for ``executed_only``)."""
+        return [c for c, _ in self.calls_with_results(tool, executed_only=executed_only)]
 
     def tool_results(self, tool: str | Iterable[str] | None = None) -> list[ToolResultEvent]:
         names = _names(tool)
         return [e for e in self.of_type(ToolResultEvent) if names is None or e.tool in names]
-
-    def calls_with_results(self, tool: str | Iterable[str] | None = None, *,
-                           executed_only: bool = False) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
-        results = {r.call_id: r for r in self.tool_results()}
-        return [(c, results.get(c.call_id)) for c in self.tool_calls(tool, executed_only=executed_only)]
 
     def tool_order(self) -> list[str]:
         return [c.tool for c in self.tool_calls()]

@@ -5,9 +5,14 @@ from __future__ import annotations
 import typer
 
 from . import case as case_cmd
+from . import diff as diff_cmd
 from . import eval as eval_cmd
 from . import guard_check as guard_check_cmd
+from . import review as review_cmd
+from . import resume as resume_cmd
 from . import run as run_cmd
+from . import runs as runs_cmd
+from . import score as score_cmd
 
 app = typer.Typer(
     name="tether",
@@ -27,7 +32,14 @@ app = typer.Typer(
 app.add_typer(case_cmd.app, name="case")
 app.command("eval", help=eval_cmd.HELP, no_args_is_help=False)(eval_cmd.eval_command)
 app.command("run", help=run_cmd.HELP, no_args_is_help=True)(run_cmd.run_command)
+app.add_typer(runs_cmd.app, name="runs")
+app.command("resume", help=resume_cmd.RESUME_HELP, no_args_is_help=True)(resume_cmd.resume_command)
+app.command("approve", help=resume_cmd.APPROVE_HELP, no_args_is_help=True)(resume_cmd.approve_command)
 app.command("guard-check", help=guard_check_cmd.HELP, no_args_is_help=True)(guard_check_cmd.guard_check_command)
+app.command("score", help=score_cmd.HELP, no_args_is_help=True)(score_cmd.score_command)
+app.add_typer(review_cmd.app, name="review")
+app.command("diff", help=diff_cmd.HELP, no_args_is_help=True)(diff_cmd.diff_command)
+app.add_typer(diff_cmd.baseline_app, name="baseline")
 
 
 def main() -> None:

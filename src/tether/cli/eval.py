@@ -32,6 +32,8 @@ Examples:
 
   tether eval c4 --model policy:stubborn --guards off --guards on   # what the guards change
 
+  tether eval c4 --model openai:gpt-4.1-mini --judge openai:gpt-4.1 --judge-samples 3
+
   tether eval ./my-cases --model policy:steady --case 'MY-*'
 """
 
@@ -46,6 +48,8 @@ def eval_command(
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,
     case: Annotated[Optional[list[str]], typer.Option("--case", "-c", help="only cases whose id matches this glob, repeatable")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override every case's step cap")] = None,
+    judge: Annotated[Optional[str], typer.Option(help="model spec of the LLM judge for rubric criteria (without one they stay unjudged)")] = None,
+    judge_samples: Annotated[int, typer.Option(min=1, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
 ) -> None:
@@ -73,6 +77,13 @@ def eval_command(
 
             results = asyncio.run(run_suite(cases, models, config, suite=suite if suite == "c4" else Path(suite).name,
                                             progress=tick))
+        judging = None
+        if judge:
+            from ..evals.judge import Judge
+            from ..evals.rescore import rescore_results
+
+            judging = Judge(resolve_model(judge), samples=judge_samples)
+            results = asyncio.run(rescore_results(results, cases, judging, out_dir=out))
     render_summary(results, console)
     if not quiet:
         for run in results.runs:
@@ -80,6 +91,10 @@ def eval_command(
             render_attributions(run, console)
     if len(config.guard_stacks) > 1:
         render_guard_comparison(results, console)
+    if judging is not None:
+        from .score import render_judging
+
+        render_judging(results, console, judging)
     console.print(f"traces: {out}/")
     if json_path:
         results.save(json_path)

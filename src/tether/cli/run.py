@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
@@ -10,9 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from ..errors import UsageError
-from ..evals import EvalConfig, load_suite
-from ..evals.loader import load_case
+from ..evals import EvalConfig
 from ..evals.runner import run_trial
 from ..events import (
     AgentMessage,
@@ -22,11 +21,12 @@ from ..events import (
     Trajectory,
     UserMessage,
 )
-from ..guards.budget import Budget, BudgetGuard
-from ..guards.stacks import guard_stack
 from ..models import resolve_model
+from ..runtime import RunConfig
+from ..store import SQLiteStore
 from ..status import TerminalStatus
 from ._common import console, user_errors
+from ._harness import RunSpec, find_case
 
 HELP = """Run one case against one model and print what happened, step by step.
 
@@ -43,65 +43,55 @@ Examples:
   tether run C4-PA-01 --model policy:steady --budget tool_calls=2 --trace run.jsonl
 
   tether run ./my-case.yaml --model policy:steady --guards loop --budget seconds=30,tokens=20000
+
+  tether run C4-PA-01 --approve 'taobao_*'      # pauses for approval; then: tether approve RUN_ID
+
+Every run is recorded in the embedded store (.tether/tether.db): see `tether runs list`.
 """
 
 CLEAN = {TerminalStatus.COMPLETED, TerminalStatus.AWAITING_USER, TerminalStatus.SUBMITTED, TerminalStatus.SUCCEEDED}
 GUARDED = {TerminalStatus.LOOP_ABORTED, TerminalStatus.BUDGET_EXCEEDED, TerminalStatus.NEEDS_HUMAN,
            TerminalStatus.PARTIAL, TerminalStatus.INVENTED_COMPLETION}
 
-_BUDGET_KEYS = {"tool_calls": "max_tool_calls", "model_calls": "max_model_calls", "seconds": "max_seconds",
-                "tokens": "max_total_tokens", "input_tokens": "max_input_tokens", "output_tokens": "max_output_tokens",
-                "cost": "max_cost"}
-
-
-def parse_budget(text: str) -> Budget:
-    values: dict[str, float | int] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, raw = part.partition("=")
-        if not sep or key.strip() not in _BUDGET_KEYS:
-            raise UsageError(f"--budget {text!r}: expected key=value pairs with keys {', '.join(_BUDGET_KEYS)}")
-        try:
-            number = float(raw)
-        except ValueError:
-            raise UsageError(f"--budget {text!r}: {key}={raw!r} is not a number") from None
-        field = _BUDGET_KEYS[key.strip()]
-        values[field] = number if field in ("max_seconds", "max_cost") else int(number)
-    return Budget(**values)
-
-
 def run_command(
     case: Annotated[str, typer.Argument(help="a case id of the built-in suite (C4-LD-01) or a case YAML file")],
     model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = "policy:steady",
     guards: Annotated[str, typer.Option("--guards", "-g", help="off, on, or a comma list such as loop,budget")] = "on",
     budget: Annotated[Optional[str], typer.Option(help="budget limits, e.g. tool_calls=5,seconds=60,tokens=20000,cost=0.05 (replaces the stack's budget guard)")] = None,
+    approve: Annotated[Optional[list[str]], typer.Option("--approve", help="tools (names or globs) that need human approval, repeatable")] = None,
+    approver: Annotated[str, typer.Option(help="who approves: deferred (pause; decide with `tether approve`), cli (ask here), deny, allow")] = "deferred",
     trace: Annotated[Optional[Path], typer.Option(help="save the trace (JSON Lines) here")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override the case's step cap")] = None,
+    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="run id (default: generated)")] = None,
 ) -> None:
     with user_errors():
-        path = Path(case)
-        if path.suffix in (".yaml", ".yml") or path.exists():
-            the_case = load_case(path)
-        else:
-            found = [c for c in load_suite("c4") if c.id == case]
-            if not found:
-                raise UsageError(f"no case {case!r} in the built-in suite; give a case id (tether case list) or a file")
-            the_case = found[0]
-        stack = list(guard_stack(guards)())
-        label = guards
-        if budget:
-            stack = [g for g in stack if not isinstance(g, BudgetGuard)]
-            stack.insert(0, BudgetGuard(parse_budget(budget)))
-            label = f"{guards}+budget"
+        spec = RunSpec(case=case, model=model, guards=guards, budget=budget, approve=tuple(approve or ()),
+                       approver=approver, max_steps=max_steps)
+        the_case = find_case(case)
+        stack = spec.guards_list()
         m = resolve_model(model)
-        config = replace(EvalConfig(), max_steps=max_steps)
-        tr, result = asyncio.run(run_trial(the_case, m, config=config, guards=stack, guards_label=label,
-                                           model_label=model))
+        db = SQLiteStore(store)
+        run_cfg = RunConfig(store=db, approvals=spec.gate(), meta=spec.meta())
+        rid = run_id or f"{the_case.id}-{uuid.uuid4().hex[:6]}"
+        tr, result = asyncio.run(run_trial(the_case, m, config=replace(EvalConfig(), max_steps=max_steps), guards=stack,
+                                           guards_label=spec.label(), model_label=model, run_config=run_cfg, run_id=rid))
+    finish(result, db, trace, f"verdict {tr.verdict} (auto {tr.auto_verdict})")
+
+
+def finish(result, db: SQLiteStore, trace: Path | None, extra: str = "") -> None:
+    """Print the run and exit with the code its ending calls for."""
     render_trajectory(result.trajectory)
     if trace:
         result.trajectory.save(trace)
         console.print(f"trace: {trace}")
-    console.print(Text.assemble(("status ", "bold"), (str(result.status), _status_style(result.status)),
-                                f" · verdict {tr.verdict} (auto {tr.auto_verdict})"), highlight=False)
+    pending = db.approvals(result.run_id, "pending")
+    for a in pending:
+        console.print(Text.assemble(("awaiting approval ", "bold yellow"), f"{a['id']}: {a['tool']}({a['arguments']}) — "
+                                    f"{a['reason']}\n  decide with: tether approve {result.run_id}"), highlight=False)
+    console.print(Text.assemble(("run ", "bold"), result.run_id, " · status ",
+                                (str(result.status), _status_style(result.status)), f" · {extra}" if extra else "",
+                                f" · store {db.path}"), highlight=False)
     if result.status in CLEAN:
         return
     raise typer.Exit(3 if result.status in GUARDED else 1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 from ..guards import Guard
 from ..models import Model, resolve_model
 from ..runtime import RunConfig, Turn, run_agent
+from ..tools import ToolSet
 from ..tools.catalog import scenario_toolset
 from ..tools.injection import CaseInjection
 from .case import Case
@@ -50,19 +51,28 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
-async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalConfig = EvalConfig(),
-                    guards: Sequence[Guard] = (), guards_label: str = "off", model_label: str | None = None):
-    """One case, one trial: returns (TrialResult, RunResult)."""
-    toolset = scenario_toolset(case.tools, now=datetime.fromisoformat(case.input.now), seed=config.seed + trial)
+def case_world(case: Case, *, seed: int = 0) -> tuple[ToolSet, ScriptedUser | None]:
+    """The tools an agent sees in ``case`` (a fresh scenario world with the
+    case's intercepts and mocks in front) and its simulated user, if any."""
+    toolset = scenario_toolset(case.tools, now=datetime.fromisoformat(case.input.now), seed=seed)
     toolset = toolset.with_layer(CaseInjection(case.tool_config))
-    user = ScriptedUser(case.persona) if case.persona else None
-    run_cfg = RunConfig(max_steps=config.max_steps or case.max_steps, system_prompt=config.system_prompt,
-                        guards=tuple(guards), guards_label=guards_label, meta={"suite": case.suite})
+    return toolset, (ScriptedUser(case.persona) if case.persona else None)
+
+
+async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalConfig = EvalConfig(),
+                    guards: Sequence[Guard] = (), guards_label: str = "off", model_label: str | None = None,
+                    run_config: RunConfig | None = None, run_id: str | None = None):
+    """One case, one trial: returns (TrialResult, RunResult). ``run_config``
+    supplies durable-run settings (store, approvals, meta) when given."""
+    toolset, user = case_world(case, seed=config.seed + trial)
+    run_cfg = replace(run_config or RunConfig(), max_steps=config.max_steps or case.max_steps,
+                      system_prompt=config.system_prompt, guards=tuple(guards), guards_label=guards_label,
+                      meta={"suite": case.suite, **(run_config.meta if run_config else {})})
     result = await run_agent(
         model, toolset, message=case.input.message,
         history=[Turn(t.role, t.content, t.question) for t in case.input.history],
         user=user, config=run_cfg, case_id=case.id, trial=trial,
-        run_id=f"{_slug(model_label or model.name)}-{guards_label}-{case.id}-t{trial}",
+        run_id=run_id or f"{_slug(model_label or model.name)}-{guards_label}-{case.id}-t{trial}",
     )
     t = result.trajectory
     score = score_trajectory(case, t)

@@ -24,6 +24,13 @@ class ScriptedUser:
         self.revealed: set[str] = set()
         self.replies_used = 0
 
+    def state(self) -> dict:
+        return {"revealed": sorted(self.revealed), "replies_used": self.replies_used}
+
+    def load_state(self, state: dict) -> None:
+        self.revealed = set(state.get("revealed", []))
+        self.replies_used = int(state.get("replies_used", 0))
+
     async def reply(self, question: str, trajectory: Trajectory) -> str | None:
         said = sum(1 for m in trajectory.user_messages() if m.source == "simulator")
         if said >= self.persona.max_rounds:

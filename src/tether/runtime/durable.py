@@ -26,6 +26,10 @@ from .effects import effect_signature, idempotency_key, outcome_status
 from .runner import RunConfig, RunResult, SimulatedUser, _Ending, _Loop, _Recorder, drive
 
 
+# Interrupted (running: the process died), paused for a human, or ended by an error.
+RESUMABLE = frozenset({"running", "needs_human", "unknown", "error"})
+
+
 # -- checkpoints ---------------------------------------------------------------------
 def capture(loop: _Loop) -> dict[str, Any]:
     user_state = getattr(loop.user, "state", None)
@@ -72,6 +76,9 @@ async def resume_agent(run_id: str, model: Model, tools: ToolSet, *, store: Any,
     run = store.get_run(run_id)
     if run is None:
         raise UsageError(f"no run {run_id!r} in {store.path}")
+    if run["status"] not in RESUMABLE:
+        raise UsageError(f"run {run_id!r} already ended as {run['status']}; only an interrupted or paused run "
+                         f"({', '.join(sorted(RESUMABLE))}) can be resumed")
     ckpt = store.latest_checkpoint(run_id)
     if ckpt is None:
         raise UsageError(f"run {run_id!r} has no checkpoint to resume from")

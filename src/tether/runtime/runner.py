@@ -288,7 +288,7 @@ class _Loop:
                                            tools=[t.name for t in request.tools], request_hash=request.canonical_hash()))
             try:
                 response = await self.model.request(request)
-            except UsageError:
+            except (UsageError, ModelFailure):
                 raise
             except Exception as exc:
                 raise ModelFailure(getattr(self.model, "name", "model"), self.step, f"{type(exc).__name__}: {exc}") from exc
@@ -369,8 +369,9 @@ class _Loop:
                                              data=result.data, error=result.error, error_type=result.error_type,
                                              source=result.source,
                                              duration_ms=round((time.perf_counter() - started) * 1000, 3)))
-        self.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
-                                     content=canonical_json(result.for_model())))
+        if result.error_type != "awaiting_approval":   # a paused call is asked again on resume
+            self.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                         content=canonical_json(result.for_model())))
         if verdict is not None and verdict.action != "block":
             return await self._end(verdict)
         if ending is not None:

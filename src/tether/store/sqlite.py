@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -31,7 +33,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
+    event BLOB NOT NULL,             -- UTF-8 JSON
     PRIMARY KEY (run_id, seq)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     step INTEGER NOT NULL,
     phase TEXT NOT NULL,
     event_count INTEGER NOT NULL,    -- events persisted when it was taken
-    state TEXT NOT NULL,
+    state BLOB NOT NULL,             -- UTF-8 JSON
     created REAL NOT NULL,
     PRIMARY KEY (run_id, n)
 );
@@ -80,6 +82,13 @@ def default_store_path() -> Path:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _state_json(value: Any) -> bytes:
+    """Checkpoint state and events, written every step: UTF-8 JSON bytes (orjson
+    keeps non-ASCII as is), compact, stored as a BLOB to skip a decode and
+    re-encode; still readable: ``SELECT CAST(state AS TEXT) FROM checkpoints``."""
+    return orjson.dumps(value, default=str)
 
 
 class SQLiteStore:
@@ -136,10 +145,10 @@ class SQLiteStore:
 
     # -- events ------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:
-        self._tx("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?,?,?)", (run_id, seq, _json(event)))
+        self._tx("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?,?,?)", (run_id, seq, _state_json(event)))
 
     def events(self, run_id: str) -> list[dict]:
-        return [json.loads(r["event"]) for r in self._rows("SELECT event FROM events WHERE run_id=? ORDER BY seq", (run_id,))]
+        return [orjson.loads(r["event"]) for r in self._rows("SELECT event FROM events WHERE run_id=? ORDER BY seq", (run_id,))]
 
     def truncate_events(self, run_id: str, count: int) -> None:
         self._tx("DELETE FROM events WHERE run_id=? AND seq>=?", (run_id, count))
@@ -152,7 +161,7 @@ class SQLiteStore:
                 n = self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
                                      (run_id,)).fetchone()[0]
                 self._db.execute("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created) "
-                                 "VALUES (?,?,?,?,?,?,?)", (run_id, n, step, phase, event_count, _json(state), time.time()))
+                                 "VALUES (?,?,?,?,?,?,?)", (run_id, n, step, phase, event_count, _state_json(state), time.time()))
                 self._db.execute("UPDATE runs SET updated=? WHERE run_id=?", (time.time(), run_id))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -166,7 +175,7 @@ class SQLiteStore:
             return None
         r = rows[0]
         return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"],
-                "state": json.loads(r["state"])}
+                "state": orjson.loads(r["state"])}
 
     def checkpoint_count(self, run_id: str) -> int:
         return self._rows("SELECT COUNT(*) AS c FROM checkpoints WHERE run_id=?", (run_id,))[0]["c"]

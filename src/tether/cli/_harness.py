@@ -1,0 +1,104 @@
+"""How the CLI builds a run from a case and options, and rebuilds it from a
+stored run's metadata (so `tether resume` and `tether approve` can continue it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..evals import load_suite
+from ..evals.case import Case
+from ..evals.loader import load_case
+from ..guards.budget import Budget, BudgetGuard
+from ..guards.stacks import guard_stack
+from ..runtime.approvals import (
+    ApprovalGate,
+    ApprovalPolicy,
+    ApprovalRule,
+    CLIApprover,
+    DeferredApprover,
+    PolicyApprover,
+)
+
+_BUDGET_KEYS = {"tool_calls": "max_tool_calls", "model_calls": "max_model_calls", "seconds": "max_seconds",
+                "tokens": "max_total_tokens", "input_tokens": "max_input_tokens", "output_tokens": "max_output_tokens",
+                "cost": "max_cost"}
+APPROVERS = ("deferred", "cli", "deny", "allow")
+
+
+def parse_budget(text: str) -> Budget:
+    values: dict[str, float | int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = part.partition("=")
+        if not sep or key.strip() not in _BUDGET_KEYS:
+            raise UsageError(f"--budget {text!r}: expected key=value pairs with keys {', '.join(_BUDGET_KEYS)}")
+        try:
+            number = float(raw)
+        except ValueError:
+            raise UsageError(f"--budget {text!r}: {key}={raw!r} is not a number") from None
+        field = _BUDGET_KEYS[key.strip()]
+        values[field] = number if field in ("max_seconds", "max_cost") else int(number)
+    return Budget(**values)
+
+
+def find_case(ref: str) -> Case:
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_case(path)
+    found = [c for c in load_suite("c4") if c.id == ref]
+    if not found:
+        raise UsageError(f"no case {ref!r} in the built-in suite; give a case id (tether case list) or a file")
+    return found[0]
+
+
+@dataclass
+class RunSpec:
+    """Everything needed to (re)build a CLI run; stored as the run's metadata."""
+
+    case: str
+    model: str
+    guards: str = "on"
+    budget: str | None = None
+    approve: tuple[str, ...] = ()
+    approver: str = "deferred"
+    max_steps: int | None = None
+
+    def meta(self) -> dict[str, Any]:
+        case = self.case
+        if Path(case).exists():
+            case = str(Path(case).resolve())
+        return {"cli": {"case": case, "model": self.model, "guards": self.guards, "budget": self.budget,
+                        "approve": list(self.approve), "approver": self.approver, "max_steps": self.max_steps}}
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> "RunSpec":
+        cli = meta.get("cli")
+        if not cli:
+            raise UsageError("this run was not started from the CLI (no rebuild recipe in its metadata); "
+                             "resume it from Python with tether.runtime.durable.resume_agent")
+        return cls(case=cli["case"], model=cli["model"], guards=cli["guards"], budget=cli.get("budget"),
+                   approve=tuple(cli.get("approve") or ()), approver=cli.get("approver", "deferred"),
+                   max_steps=cli.get("max_steps"))
+
+    def guards_list(self) -> list:
+        stack = list(guard_stack(self.guards)())
+        if self.budget:
+            stack = [g for g in stack if not isinstance(g, BudgetGuard)]
+            stack.insert(0, BudgetGuard(parse_budget(self.budget)))
+        return stack
+
+    def label(self) -> str:
+        return f"{self.guards}+budget" if self.budget else self.guards
+
+    def gate(self, approver: str | None = None) -> ApprovalGate | None:
+        if not self.approve:
+            return None
+        name = approver or self.approver
+        if name not in APPROVERS:
+            raise UsageError(f"--approver {name!r}: use one of {', '.join(APPROVERS)}")
+        rule = ApprovalRule(tuple(self.approve), f"tools matching {', '.join(self.approve)} need approval (--approve)")
+        chosen = {"deferred": DeferredApprover(), "cli": CLIApprover(), "deny": PolicyApprover("reject"),
+                  "allow": PolicyApprover("approve")}[name]
+        return ApprovalGate(ApprovalPolicy((rule,)), chosen)

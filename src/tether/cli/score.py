@@ -1,0 +1,133 @@
+"""``tether score``: re-score saved results (judge the rubric criteria) without re-running agents."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.text import Text
+
+from ..errors import CaseFileError, FileLocation, UsageError
+from ..evals import Case, load_suite
+from ..evals.judge import DEFAULT_CACHE_DIR, Judge
+from ..evals.loader import BUILTIN_SUITES
+from ..evals.rescore import ScoredResults, rescore_results, trace_dir
+from ..report import render_attributions, render_cases, render_summary
+from ._common import console, user_errors
+
+HELP = """Re-score a saved results document: judge the rubric criteria with an LLM judge, re-check the
+automatic criteria, rebuild the metrics. Agents are not re-run: the saved traces are read
+(from the results' out_dir, or --traces).
+
+Each rubric criterion is judged with the run in view (tool calls and results, final reply)
+and a structured verdict: pass / fail / unclear, a reason, the events relied on. With
+--judge-samples N every criterion is asked N times: samples that disagree give unclear.
+A judge pass that contradicts a failed automatic check is flagged as a conflict.
+Judge answers are cached (--cache-dir): scoring the same traces again makes no request.
+Human verdicts already in the results (tether review import) are kept.
+
+Examples:
+
+  tether score results.json --judge openai:gpt-4.1-mini --json results.judged.json
+
+  tether score results.json --judge openai:gpt-4.1-mini --judge-samples 3 --json results.judged.json
+
+  tether score results.json --cases ./my-cases --traces ./tether-runs   # no judge: re-check only
+"""
+
+
+# -- shared by score and review -----------------------------------------------------
+def load_results(path: Path) -> ScoredResults:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"results file not found: {path}") from None
+    try:
+        return ScoredResults.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise CaseFileError([(FileLocation(str(path), field=where or None),
+                              f"not a tether results document: {first.get('msg')} "
+                              f"({exc.error_count()} problem(s))")]) from None
+
+
+def load_cases(results: ScoredResults, sources: list[str] | None) -> list[Case]:
+    if sources:
+        return load_suite(*sources)
+    if results.suite in BUILTIN_SUITES:
+        return load_suite(results.suite)
+    raise UsageError(f"the results come from suite {results.suite!r}, which is not built in: "
+                     "point at its cases with --cases DIR")
+
+
+def render_judging(results: ScoredResults, out: Console, judge: Judge | None = None) -> None:
+    """Who decided the criteria (counters, LLM, human), judge agreement, conflicts."""
+    for run in results.runs:
+        j = run.judged
+        line = Text.assemble(("judged", "bold"), f" · {run.model} · guards {run.guards}: ",
+                             f"{j.auto} auto, {j.llm} llm, ", (f"{j.human} human", "bold cyan"),
+                             f", {j.unjudged} unjudged")
+        if run.judge and j.llm:
+            agree = "n/a" if run.judge_agreement is None else f"{run.judge_agreement:.0%}"
+            line.append(f" · judge {run.judge}, {run.judge_samples or 1} sample(s), mean agreement {agree}")
+        if run.conflicts:
+            line.append(f" · {run.conflicts} conflict(s)", style="bold yellow")
+        out.print(line, highlight=False, soft_wrap=True)
+        for c in run.cases:
+            for t in c.trials:
+                for cf in t.conflicts:
+                    out.print(Text.assemble(("  conflict ", "yellow"), f"{c.case_id} trial {t.trial}: {cf.message}"),
+                              highlight=False, soft_wrap=True)
+    if judge is not None:
+        s = judge.stats
+        cache = f"{judge.cache.path}" if judge.cache is not None else "off"
+        out.print(f"judge requests: {s.requests} · cache hits: {s.cache_hits}"
+                  + (f" · failed requests: {s.failures}" if s.failures else "") + f" · cache: {cache}",
+                  style="dim", highlight=False, soft_wrap=True)
+
+
+def render_all(results: ScoredResults, quiet: bool) -> None:
+    render_summary(results, console)
+    if not quiet:
+        for run in results.runs:
+            render_cases(run, console)
+            render_attributions(run, console)
+
+
+# -- the command ---------------------------------------------------------------------
+def score_command(
+    results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="a results document (tether eval --json)")],
+    judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="judge model spec for the rubric criteria; without it only the automatic criteria are re-checked")] = None,
+    judge_samples: Annotated[int, typer.Option("--judge-samples", min=1, help="judge each criterion N times; any disagreement gives unclear")] = 1,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="write the re-scored results document here")] = None,
+    cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
+    traces: Annotated[Optional[Path], typer.Option(help="directory of the traces (default: the results' out_dir)")] = None,
+    cache_dir: Annotated[Path, typer.Option(help="judge answer cache (JSON Lines)")] = DEFAULT_CACHE_DIR,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="ask the judge again, do not read or write the cache")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="judge requests at once")] = 4,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
+) -> None:
+    with user_errors():
+        results = load_results(results_path)
+        case_list = load_cases(results, cases)
+        j = None
+        if judge:
+            from ..models import resolve_model
+
+            j = Judge(resolve_model(judge), samples=judge_samples, cache_dir=None if no_cache else cache_dir,
+                      concurrency=concurrency)
+        base = traces or trace_dir(results, results_path)
+        scored = asyncio.run(rescore_results(results, case_list, j, out_dir=base, concurrency=concurrency))
+    render_all(scored, quiet)
+    render_judging(scored, console, j)
+    if json_path:
+        scored.save(json_path)
+        console.print(f"results: {json_path}", highlight=False, soft_wrap=True)
+    else:
+        console.print("not saved: add --json OUT to write the re-scored results "
+                      "(judge answers are cached, so scoring again is free)", style="dim", soft_wrap=True)

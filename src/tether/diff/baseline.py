@@ -1,0 +1,142 @@
+"""Accepted baselines: a results document, its traces, and why it was accepted.
+
+Seed 004, section 14: every accepted difference needs a reason, a review
+record and a new baseline; failing cases are never just deleted from CI.
+
+Layout under the baselines directory (default ``tether-baselines``)::
+
+    history.jsonl                       one JSON object per accepted baseline, append-only
+    <name>/<accepted-at>/results.json   the results document, out_dir rewritten to "traces"
+    <name>/<accepted-at>/traces/...     the traces it references
+
+``tether diff --baseline NAME NEW`` compares against the latest entry named NAME.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..errors import CaseFileError, FileLocation, UsageError
+from .loading import ResultsFile, load_results
+
+HISTORY_FILE = "history.jsonl"
+BASELINE_FORMAT = "tether.baseline"
+DEFAULT_DIR = Path("tether-baselines")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class BaselineEntry(BaseModel):
+    format: str = BASELINE_FORMAT
+    version: int = 1
+    name: str
+    suite: str
+    models: list[str] = Field(default_factory=list)   # "policy:steady (guards off)"
+    reason: str
+    accepted_at: str
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    source: str                       # the results file accepted, as given
+    path: str                         # results.json of this baseline, relative to the baselines directory
+    traces: int = 0                   # traces copied
+    missing_traces: int = 0           # traces the source referenced but that were not found
+
+
+def accept_baseline(results_path: str | Path, *, reason: str, name: str | None = None,
+                    directory: str | Path = DEFAULT_DIR, now: datetime | None = None) -> BaselineEntry:
+    """Copy a results document and its traces under ``directory`` and record why."""
+    if not reason or not reason.strip():
+        raise UsageError("a baseline needs a reason: say why these differences are accepted (--reason '...')")
+    source = load_results(results_path)
+    name = name or source.results.suite
+    if not _NAME.match(name):
+        raise UsageError(f"baseline name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+    directory = Path(directory)
+    now = now or datetime.now(timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    target = directory / name / stamp
+    n = 1
+    while target.exists():
+        n += 1
+        target = directory / name / f"{stamp}-{n}"
+    copied, missing = _copy_traces(source, target / "traces")
+    doc = source.results.model_copy(update={"out_dir": "traces"})
+    doc.save(target / "results.json")
+    commit, dirty = _git_state()
+    entry = BaselineEntry(
+        name=name, suite=source.results.suite,
+        models=[f"{r.model} (guards {r.guards})" for r in source.results.runs],
+        reason=reason.strip(), accepted_at=now.isoformat(timespec="seconds"),
+        git_commit=commit, git_dirty=dirty, source=str(results_path),
+        path=(target / "results.json").relative_to(directory).as_posix(), traces=copied, missing_traces=missing,
+    )
+    with (directory / HISTORY_FILE).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    return entry
+
+
+def list_baselines(directory: str | Path = DEFAULT_DIR) -> list[BaselineEntry]:
+    """Every accepted baseline, oldest first (an absent directory has none)."""
+    path = Path(directory) / HISTORY_FILE
+    if not path.is_file():
+        return []
+    entries, problems = [], []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(BaselineEntry.model_validate_json(line))
+        except ValidationError as exc:
+            problems.append((FileLocation(str(path), lineno), f"not a baseline entry: {exc.errors()[0].get('msg')}"))
+    if problems:
+        raise CaseFileError(problems)
+    return entries
+
+
+def find_baseline(name: str, directory: str | Path = DEFAULT_DIR) -> tuple[BaselineEntry, ResultsFile]:
+    """The latest baseline accepted under ``name``, with its results document."""
+    entries = [e for e in list_baselines(directory) if e.name == name]
+    if not entries:
+        known = sorted({e.name for e in list_baselines(directory)})
+        raise UsageError(f"no baseline named {name!r} in {directory}"
+                         + (f"; known: {', '.join(known)}" if known else "; accept one with `tether baseline accept`"))
+    entry = entries[-1]
+    return entry, load_results(Path(directory) / entry.path)
+
+
+def _copy_traces(source: ResultsFile, dest: Path) -> tuple[int, int]:
+    copied = missing = 0
+    dest.mkdir(parents=True, exist_ok=True)
+    for run in source.results.runs:
+        for case in run.cases:
+            for trial in case.trials:
+                if trial.trace is None:
+                    continue
+                rel = PurePosixPath(trial.trace)
+                found = source.trace_path(trial.trace)
+                if found is None or rel.is_absolute() or ".." in rel.parts:
+                    missing += 1
+                    continue
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(found, dest / rel)
+                copied += 1
+    return copied, missing
+
+
+def _git_state() -> tuple[str | None, bool | None]:
+    """The commit the working directory is at, and whether it has uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=5)
+        return head.stdout.strip() or None, (bool(status.stdout.strip()) if status.returncode == 0 else None)
+    except (OSError, subprocess.SubprocessError):
+        return None, None

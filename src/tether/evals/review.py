@@ -1,0 +1,291 @@
+"""Human review: export what needs a person to a YAML file, import the verdicts.
+
+``export_review`` lists, per run / case / trial, every criterion whose verdict
+is ``unclear`` or ``unjudged``, with what a reviewer needs to decide it: the
+rubric, pass_when, fail_when, the seed's wording, and an excerpt of the run
+(user input, tool calls with their results shortened, the final reply). Each
+criterion has an empty ``verdict:`` and ``reason:`` to fill in.
+
+``read_review`` validates a filled file (verdict ``pass | fail | unclear``,
+left empty to skip) and reports problems with file, line and field;
+``import_review`` applies the verdicts as ``judged_by: human`` and rebuilds
+the metrics (see :mod:`tether.evals.rescore`).
+
+The file is UTF-8 with Chinese as is (never ``\\uXXXX``). Documented in docs/judge.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from ..errors import CaseFileError, FileLocation, UsageError
+from ..events import Trajectory
+from .case import Case, Rubric
+from .judge import REPLY_LIMIT, _clip, run_lines
+from .rescore import HumanVerdict, ScoredResults, apply_human_verdicts, trace_dir
+from .results import Results
+from .scoring import Verdict
+
+__all__ = ["REVIEW_FORMAT", "REVIEW_VERSION", "ReviewEntry", "ReviewItems", "export_review", "import_review",
+           "read_review", "review_document", "review_items", "write_review"]
+
+REVIEW_FORMAT = "tether.review"
+REVIEW_VERSION = 1
+NEEDS_REVIEW = (Verdict.UNCLEAR, Verdict.UNJUDGED)
+EXCERPT_RESULT_LIMIT = 300
+
+# (model, guards, case id, trial) -> criterion id -> verdict
+ReviewItems = dict[tuple[str, str, str, int], dict[str, HumanVerdict]]
+
+HEADER = """\
+# tether review file. For each criterion below, read the run and fill in
+#   verdict: pass | fail | unclear      (leave empty to skip)
+#   reason:  why, in a sentence
+# then record the verdicts (they are marked judged_by: human) and rebuild the metrics:
+#   tether review import {name} --results {results}
+"""
+
+
+# -- YAML with block strings and empty nulls -----------------------------------------
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+def _none(dumper: yaml.SafeDumper, value: None) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:null", "")
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(type(None), _none)
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=110, indent=2)
+
+
+# -- export ---------------------------------------------------------------------
+def _excerpt(case: Case, trajectory: Trajectory | None, reply: str) -> dict[str, Any]:
+    user = case.input.message or next((t.content for t in reversed(case.input.history) if t.role == "user"), "")
+    if trajectory is None:
+        return {"user_input": user, "steps": ["(trace not available: only the final reply is shown)"],
+                "final_reply": _clip(reply.strip(), REPLY_LIMIT)}
+    return {
+        "user_input": user,
+        "steps": run_lines(trajectory, result_limit=EXCERPT_RESULT_LIMIT, args_limit=200, total_limit=12000),
+        "final_reply": _clip((trajectory.final_reply or reply).strip(), REPLY_LIMIT),
+    }
+
+
+def _criterion_entry(spec: Any, current) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": spec.id, "kind": spec.kind, "current": str(current.verdict)}
+    if current.judged_by:
+        entry["judged_by"] = current.judged_by
+    if current.evidence:
+        entry["evidence"] = current.evidence
+    if spec.description:
+        entry["description"] = spec.description
+    if isinstance(spec, Rubric):
+        entry["rubric"] = spec.rubric.strip()
+        entry["pass_when"] = spec.pass_when.strip()
+        entry["fail_when"] = spec.fail_when.strip()
+    elif current.expected:
+        entry["expected"] = current.expected
+    if spec.seed_text:
+        entry["seed_text"] = spec.seed_text.strip()
+    entry["verdict"] = None
+    entry["reason"] = None
+    return entry
+
+
+def review_document(results: Results, cases: Iterable[Case] | Mapping[str, Case], *,
+                    traces: str | Path | None = None, results_path: str | Path | None = None,
+                    include: Iterable[Verdict] = NEEDS_REVIEW) -> dict[str, Any]:
+    """The review document as data: one entry per trial with criteria to decide."""
+    index = dict(cases) if isinstance(cases, Mapping) else {c.id: c for c in cases}
+    wanted = set(include)
+    base = Path(traces) if traces is not None else trace_dir(results, results_path)
+    trials: list[dict[str, Any]] = []
+    for run in results.runs:
+        for c in run.cases:
+            case = index.get(c.case_id)
+            if case is None:
+                raise UsageError(f"no case definition for {c.case_id}: point at the cases (--cases DIR)")
+            specs = {s.id: s for s in case.criteria}
+            for tr in c.trials:
+                todo = [cr for cr in tr.criteria if cr.verdict in wanted and cr.id in specs]
+                if not todo:
+                    continue
+                t = None
+                if tr.trace and base is not None and (base / tr.trace).exists():
+                    t = Trajectory.load(base / tr.trace)
+                trials.append({
+                    "case_id": c.case_id, "title": c.title, "model": run.model, "guards": run.guards,
+                    "trial": tr.trial, "status": tr.status, "trace": tr.trace,
+                    "run": _excerpt(case, t, tr.reply),
+                    "criteria": [_criterion_entry(specs[cr.id], cr) for cr in todo],
+                })
+    return {"format": REVIEW_FORMAT, "version": REVIEW_VERSION, "suite": results.suite,
+            "results": str(results_path) if results_path else None, "trials": trials}
+
+
+def write_review(doc: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = HEADER.format(name=path.name, results=doc.get("results") or "RESULTS.json")
+    path.write_text(header + _dump(doc), encoding="utf-8")
+    return path
+
+
+def export_review(results: Results, cases: Iterable[Case] | Mapping[str, Case], path: str | Path, *,
+                  traces: str | Path | None = None, results_path: str | Path | None = None) -> tuple[Path, int]:
+    """Write the review file; returns its path and the number of criteria to decide."""
+    doc = review_document(results, cases, traces=traces, results_path=results_path)
+    write_review(doc, path)
+    return Path(path), sum(len(t["criteria"]) for t in doc["trials"])
+
+
+# -- import ---------------------------------------------------------------------
+def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                return v
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return node.value[key]
+    return None
+
+
+def _line(node: yaml.Node | None) -> int | None:
+    return node.start_mark.line + 1 if node is not None else None
+
+
+def _guards(value: Any) -> str:
+    # an unquoted `off` / `on` reads as a YAML boolean
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ReviewEntry:
+    """One verdict a reviewer filled in, with where it is in the file."""
+
+    model: str
+    guards: str
+    case_id: str
+    trial: int
+    criterion: str
+    verdict: Verdict
+    reason: str
+    location: FileLocation
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.model, self.guards, self.case_id, self.trial)
+
+
+def read_review(path: str | Path) -> list[ReviewEntry]:
+    """Read and validate a filled review file; every problem reported with file and line.
+
+    Criteria whose ``verdict`` is left empty are skipped (not reviewed).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"review file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise CaseFileError([(FileLocation(str(path)), f"not UTF-8: {exc}")]) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise CaseFileError([(FileLocation(str(path), mark.line + 1 if mark else None,
+                                           mark.column + 1 if mark else None),
+                              f"broken YAML: {exc.problem or exc}")]) from None
+    where = str(path)
+    if not isinstance(data, dict) or data.get("format") != REVIEW_FORMAT:
+        raise CaseFileError([(FileLocation(where, 1), f"not a tether review file (expected format: {REVIEW_FORMAT})")])
+    if data.get("version", REVIEW_VERSION) != REVIEW_VERSION:
+        raise CaseFileError([(FileLocation(where, _line(_child(root, "version")), field="version"),
+                              f"review format version {data.get('version')!r}; this tether reads {REVIEW_VERSION}")])
+    trials = data.get("trials") or []
+    tnodes = _child(root, "trials")
+    if not isinstance(trials, list):
+        raise CaseFileError([(FileLocation(where, _line(tnodes), field="trials"), "must be a list")])
+    problems: list[tuple[FileLocation, str]] = []
+    entries: list[ReviewEntry] = []
+    for i, tr in enumerate(trials):
+        tnode = _child(tnodes, i)
+        if not isinstance(tr, dict):
+            problems.append((FileLocation(where, _line(tnode), field=f"trials.{i}"), "must be a mapping"))
+            continue
+        missing = [k for k in ("case_id", "model", "guards", "trial") if tr.get(k) is None]
+        if missing or not isinstance(tr.get("trial"), int):
+            problems.append((FileLocation(where, _line(tnode), field=f"trials.{i}"),
+                             f"missing or bad {', '.join(missing) or 'trial'} (keep the keys the export wrote)"))
+            continue
+        cnodes = _child(tnode, "criteria")
+        for j, cr in enumerate(tr.get("criteria") or []):
+            cnode = _child(cnodes, j)
+            field = f"trials.{i}.criteria.{j}"
+            if not isinstance(cr, dict) or not cr.get("id"):
+                problems.append((FileLocation(where, _line(cnode), field=field), "a criterion needs an id"))
+                continue
+            raw = cr.get("verdict")
+            if raw is None or (isinstance(raw, str) and not raw.strip()):
+                continue   # not reviewed
+            vnode = _child(cnode, "verdict")
+            loc = FileLocation(where, _line(vnode), vnode.start_mark.column + 1 if vnode is not None else None,
+                               field=f"{field}.verdict")
+            word = raw.strip().lower() if isinstance(raw, str) else None
+            if word not in ("pass", "fail", "unclear"):
+                problems.append((loc, f"verdict must be pass, fail or unclear (got {raw!r})"))
+                continue
+            reason = cr.get("reason")
+            entries.append(ReviewEntry(model=str(tr["model"]), guards=_guards(tr["guards"]), case_id=str(tr["case_id"]),
+                                       trial=tr["trial"], criterion=str(cr["id"]), verdict=Verdict(word),
+                                       reason="" if reason is None else str(reason).strip(), location=loc))
+    if problems:
+        raise CaseFileError(problems)
+    return entries
+
+
+def review_items(entries: Iterable[ReviewEntry], results: Results, cases: Mapping[str, Case]) -> ReviewItems:
+    """Check every entry names a trial and criterion of the results; group them by trial."""
+    problems: list[tuple[FileLocation, str]] = []
+    known = {(r.model, r.guards, c.case_id, t.trial) for r in results.runs for c in r.cases for t in c.trials}
+    items: ReviewItems = {}
+    for e in entries:
+        if e.key not in known:
+            problems.append((e.location, f"no trial {e.trial} of {e.case_id} for model {e.model} "
+                                         f"(guards {e.guards}) in the results"))
+            continue
+        case = cases.get(e.case_id)
+        if case is None or e.criterion not in {c.id for c in case.criteria}:
+            problems.append((e.location, f"{e.case_id} has no criterion {e.criterion!r}"))
+            continue
+        items.setdefault(e.key, {})[e.criterion] = HumanVerdict(verdict=e.verdict, reason=e.reason)
+    if problems:
+        raise CaseFileError(problems)
+    return items
+
+
+def import_review(path: str | Path, results: Results,
+                  cases: Iterable[Case] | Mapping[str, Case]) -> tuple[ScoredResults, int]:
+    """Apply a filled review file; returns the re-scored results and the number of verdicts recorded."""
+    index = dict(cases) if isinstance(cases, Mapping) else {c.id: c for c in cases}
+    items = review_items(read_review(path), results, index)
+    count = sum(len(v) for v in items.values())
+    return apply_human_verdicts(results, index, items), count
