@@ -48,6 +48,7 @@ def eval_command(
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,
     case: Annotated[Optional[list[str]], typer.Option("--case", "-c", help="only cases whose id matches this glob, repeatable")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override every case's step cap")] = None,
+    simulator: Annotated[str, typer.Option(help="the simulated user for cases with a persona: scripted, or a model spec for an LLM user")] = "scripted",
     judge: Annotated[Optional[str], typer.Option(help="model spec of the LLM judge for rubric criteria (without one they stay unjudged)")] = None,
     judge_samples: Annotated[int, typer.Option(min=1, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
@@ -66,7 +67,7 @@ def eval_command(
             resolve_model(m)   # fail fast on an unknown spec
         stacks = {spec: guard_stack(spec) for spec in (guards or ["off"])}
         config = EvalConfig(trials=trials, concurrency=concurrency, out_dir=out, max_steps=max_steps,
-                            guard_stacks=stacks)
+                            guard_stacks=stacks, simulator=simulator)
         total = len(models) * len(cases) * trials * len(config.guard_stacks)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
@@ -89,6 +90,12 @@ def eval_command(
         for run in results.runs:
             render_cases(run, console)
             render_attributions(run, console)
+    for run in results.runs:
+        if run.simulator_faults:
+            console.print(f"simulator faults · {run.model} · guards {run.guards}: {run.simulator_faults} trial(s), "
+                          "kept out of the agent's score", style="yellow", highlight=False)
+            for f in run.simulator_fault_trials:
+                console.print(f"  {f.case_id} trial {f.trial}: {f.reason}", highlight=False)
     if len(config.guard_stacks) > 1:
         render_guard_comparison(results, console)
     if judging is not None:

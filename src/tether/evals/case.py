@@ -40,13 +40,18 @@ class CaseInput(_Strict):
 
 
 class Persona(_Strict):
-    """A scripted simulated user: what it says when the agent asks something.
+    """A simulated user: what it knows, what it refuses, how long it stays.
 
     ``replies`` are used in order, one per agent question; after the last one,
     ``then`` says what happens: ``repeat_last`` keeps saying the last reply,
     ``stop`` ends the conversation. ``reveals`` maps topic keywords to facts
     the user gives when a question mentions that keyword (checked before
-    ``replies``; each fact is given once). ``max_rounds`` caps the user's replies.
+    ``replies``; each fact is given once). ``refusals`` are topic keywords the
+    user will not talk about (answered from ``refusal_replies``); ``withheld``
+    maps refused topics to facts the user knows but never gives. ``patience``
+    is how many agent questions (counting those in the case's history) the user
+    tolerates: the next one gets ``closing`` (if any) and the conversation
+    ends. ``max_rounds`` caps the user's replies. See docs/cases.md.
     """
 
     description: str = ""
@@ -57,6 +62,18 @@ class Persona(_Strict):
     # Said when a question matches no ``reveals`` keyword and ``replies`` is empty.
     default_reply: str | None = None
     max_rounds: int = 20
+    refusals: list[str] = Field(default_factory=list)
+    # Said (in order, then the last one again) when a question touches a refused topic.
+    refusal_replies: list[str] = Field(default_factory=list)
+    withheld: dict[str, str] = Field(default_factory=dict)
+    patience: int | None = Field(default=None, ge=0)
+    # The curt last line when patience runs out (none: the user just stops answering).
+    closing: str | None = None
+
+    @property
+    def refused_topics(self) -> list[str]:
+        """``refusals`` plus the keywords of ``withheld`` facts, in order, once each."""
+        return list(dict.fromkeys([*self.refusals, *self.withheld]))
 
 
 # -- criteria -------------------------------------------------------------------

@@ -87,13 +87,21 @@ def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Count
     )
 
 
+def scored_trials(trials: list[TrialResult]) -> list[TrialResult]:
+    """The trials that count for the agent: simulator faults are left out."""
+    return [tr for tr in trials if not tr.simulator_fault]
+
+
 def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
-    k = len(trials)
-    passes = sum(1 for tr in trials if tr.verdict == Verdict.PASS)
+    """Verdict and pass rates over the scored trials (all trials are still listed);
+    a case whose every trial is a simulator fault is ``unjudged``."""
+    scored = scored_trials(trials)
+    k = len(scored)
+    passes = sum(1 for tr in scored if tr.verdict == Verdict.PASS)
     return CaseResult(
         case_id=case.id, title=case.title, dimension=case.dimension.value,
-        verdict=combine(tr.verdict for tr in trials),
-        auto_verdict=combine(tr.auto_verdict for tr in trials),
+        verdict=combine(tr.verdict for tr in scored),
+        auto_verdict=combine(tr.auto_verdict for tr in scored),
         pass_at_1=round(passes / k, 4) if k else 0.0,
         pass_hat_k=1.0 if k and passes == k else 0.0,
         trials=trials,
@@ -103,11 +111,14 @@ def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
 def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, DimensionMetrics]:
     out: dict[str, DimensionMetrics] = {}
     grouped: dict[Dimension, list[CaseResult]] = defaultdict(list)
+    faults: dict[Dimension, int] = defaultdict(int)
     for case, result in cases:
-        grouped[case.dimension].append(result)
+        faults[case.dimension] += sum(1 for tr in result.trials if tr.simulator_fault)
+        if scored_trials(result.trials) or not result.trials:   # all trials simulator faults: left out
+            grouped[case.dimension].append(result)
     for dim, (name, better) in DIMENSIONS.items():
         results = grouped.get(dim, [])
-        if not results:
+        if not results and not faults[dim]:
             continue
         counts = {v: sum(1 for r in results if r.verdict == v) for v in Verdict}
         autos = {v: sum(1 for r in results if r.auto_verdict == v) for v in Verdict}
@@ -115,7 +126,7 @@ def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, Dimensi
             name=name, better=better,
             rate=_rate(counts, better), auto_rate=_rate(autos, better), cases=len(results),
             passed=counts[Verdict.PASS], failed=counts[Verdict.FAIL],
-            unclear=counts[Verdict.UNCLEAR], unjudged=counts[Verdict.UNJUDGED],
+            unclear=counts[Verdict.UNCLEAR], unjudged=counts[Verdict.UNJUDGED], simulator_faults=faults[dim],
         )
     return out
 
@@ -129,10 +140,10 @@ def _rate(counts: dict[Verdict, int], better: str) -> float | None:
 
 
 def failure_modes(results: list[CaseResult]) -> dict[str, FailureMode]:
-    total = sum(len(r.trials) for r in results)
+    total = sum(len(scored_trials(r.trials)) for r in results)
     modes: dict[str, FailureMode] = {}
     for r in results:
-        for tr in r.trials:
+        for tr in scored_trials(r.trials):
             if tr.attribution is None:
                 continue
             m = modes.setdefault(tr.attribution.failure_type, FailureMode(count=0, rate=0.0))

@@ -181,7 +181,7 @@ def _rescore_trial(case: Case, trial: TrialResult, trajectory: Trajectory | None
     score = TrialScore(verdict=verdict, auto_verdict=auto_verdict, criteria=results)
     base = trial.model_dump(exclude={"conflicts", "judge_samples"})
     base.update(verdict=verdict, auto_verdict=auto_verdict, criteria=results, counters=cnt,
-                attribution=attribute(case, trial.trial, score, t, cnt))
+                attribution=None if trial.simulator_fault else attribute(case, trial.trial, score, t, cnt))
     return ScoredTrialResult.model_validate({**base, "conflicts": find_conflicts(case, results),
                                              "judge_samples": samples})
 

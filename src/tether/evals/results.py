@@ -6,6 +6,7 @@ Shape (format ``tether.results``, version 1)::
      "runs": [{"model": "policy:steady", "guards": "off", "trials": 1,
                "dimensions": {"LD": {"rate": 1.0, "better": "higher", ...}, ...},
                "failure_modes": {"loop": {"count": 3, "rate": 0.25}, ...},
+               "simulator_faults": 0, "simulator_fault_trials": [{"case_id": "...", "trial": 0, "reason": "..."}],
                "cases": [{"case_id": "C4-LD-01", "verdict": "pass", "pass_at_1": 1.0, "pass_hat_k": 1.0,
                           "trials": [{"verdict": "pass", "status": "completed",
                                       "criteria": [{"id": "...", "kind": "auto", "verdict": "pass"}]}]}]}]}
@@ -18,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .scoring import CriterionResult, Verdict
 
@@ -61,6 +62,18 @@ class TrialResult(BaseModel):
     criteria: list[CriterionResult] = Field(default_factory=list)
     attribution: Attribution | None = None
     trace: str | None = None     # path of the saved JSONL trace, relative to the results file's out dir
+    # The simulated user broke its persona or failed ("persona_break: ...", "simulator_error: ..."):
+    # the trial is kept out of the case verdict, pass rates, dimension rates and failure modes.
+    simulator_fault: str | None = None
+    # Why the simulated user ended the conversation, if it did ("patience: ...", "max_rounds: ...",
+    # "stop_token: ...", "replies_exhausted: ...").
+    simulator_stop: str | None = None
+
+
+class SimulatorFault(BaseModel):
+    case_id: str
+    trial: int
+    reason: str
 
 
 class CaseResult(BaseModel):
@@ -72,6 +85,12 @@ class CaseResult(BaseModel):
     pass_at_1: float             # share of trials that passed
     pass_hat_k: float            # 1.0 when all k trials passed (pass^k)
     trials: list[TrialResult]
+    simulator_faults: int = 0    # trials left out of the verdict and rates (derived from trials)
+
+    @model_validator(mode="after")
+    def _count_faults(self) -> "CaseResult":
+        self.simulator_faults = sum(1 for t in self.trials if t.simulator_fault)
+        return self
 
 
 class DimensionMetrics(BaseModel):
@@ -84,6 +103,7 @@ class DimensionMetrics(BaseModel):
     failed: int
     unclear: int
     unjudged: int
+    simulator_faults: int = 0    # trials of this dimension left out (simulator faults)
 
 
 class FailureMode(BaseModel):
@@ -99,6 +119,16 @@ class ModelRunResult(BaseModel):
     dimensions: dict[str, DimensionMetrics]
     failure_modes: dict[str, FailureMode] = Field(default_factory=dict)
     cases: list[CaseResult]
+    # Trials whose simulated user broke its persona or failed (derived from the cases).
+    simulator_faults: int = 0
+    simulator_fault_trials: list[SimulatorFault] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _list_faults(self) -> "ModelRunResult":
+        self.simulator_fault_trials = [SimulatorFault(case_id=c.case_id, trial=t.trial, reason=t.simulator_fault)
+                                       for c in self.cases for t in c.trials if t.simulator_fault]
+        self.simulator_faults = len(self.simulator_fault_trials)
+        return self
 
     def case(self, case_id: str) -> CaseResult:
         for c in self.cases:

@@ -23,7 +23,7 @@ from .case import Case
 from .metrics import attribute, case_result, counters, dimension_metrics, failure_modes
 from .results import ModelRunResult, Results, TrialResult
 from .scoring import score_trajectory
-from .simulator import ScriptedUser
+from .simulator import PersonaUser, make_user
 
 REFERENCE_SYSTEM_PROMPT = (
     "你是一个会使用工具的助手。根据用户的请求调用合适的工具；工具失败或结果为空时，"
@@ -42,6 +42,9 @@ class EvalConfig:
     # guard stack label -> factory producing fresh guards per trial
     guard_stacks: dict[str, Callable[[], Sequence[Guard]]] = field(default_factory=lambda: {"off": lambda: ()})
     max_steps: int | None = None   # overrides each case's max_steps when set
+    # The simulated user: "scripted" (the persona's rules), a model spec string or
+    # a Model (tether.evals.llm_user.LLMUser plays the persona).
+    simulator: str | Model = "scripted"
 
 
 ProgressFn = Callable[[str, str, int, TrialResult], None]
@@ -51,12 +54,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
-def case_world(case: Case, *, seed: int = 0) -> tuple[ToolSet, ScriptedUser | None]:
+def case_world(case: Case, *, seed: int = 0, simulator: str | Model = "scripted") -> tuple[ToolSet, PersonaUser | None]:
     """The tools an agent sees in ``case`` (a fresh scenario world with the
-    case's intercepts and mocks in front) and its simulated user, if any."""
+    case's intercepts and mocks in front) and its simulated user, if any
+    (``simulator``: "scripted", a model spec or a Model)."""
     toolset = scenario_toolset(case.tools, now=datetime.fromisoformat(case.input.now), seed=seed)
     toolset = toolset.with_layer(CaseInjection(case.tool_config))
-    return toolset, (ScriptedUser(case.persona) if case.persona else None)
+    return toolset, make_user(case.persona, simulator)
 
 
 async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalConfig = EvalConfig(),
@@ -64,7 +68,7 @@ async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalCon
                     run_config: RunConfig | None = None, run_id: str | None = None):
     """One case, one trial: returns (TrialResult, RunResult). ``run_config``
     supplies durable-run settings (store, approvals, meta) when given."""
-    toolset, user = case_world(case, seed=config.seed + trial)
+    toolset, user = case_world(case, seed=config.seed + trial, simulator=config.simulator)
     run_cfg = replace(run_config or RunConfig(), max_steps=config.max_steps or case.max_steps,
                       system_prompt=config.system_prompt, guards=tuple(guards), guards_label=guards_label,
                       meta={"suite": case.suite, **(run_config.meta if run_config else {})})
@@ -82,9 +86,11 @@ async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalCon
         rel = Path(_slug(model_label or model.name)) / guards_label / case.id / f"trial-{trial}.jsonl"
         t.save(config.out_dir / rel)
         trace_path = rel.as_posix()
+    fault = getattr(user, "fault", None)   # a simulator fault: kept out of the agent's score
     tr = TrialResult(trial=trial, verdict=score.verdict, auto_verdict=score.auto_verdict, status=str(result.status),
                      reply=result.reply, error=result.error, counters=c, criteria=score.criteria,
-                     attribution=attribute(case, trial, score, t, c), trace=trace_path)
+                     attribution=None if fault else attribute(case, trial, score, t, c), trace=trace_path,
+                     simulator_fault=fault, simulator_stop=getattr(user, "stop", None))
     return tr, result
 
 
@@ -92,6 +98,8 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model], config
                     *, suite: str = "c4", progress: ProgressFn | None = None) -> Results:
     """Every model x guard stack x case x trial, ``config.concurrency`` at a time."""
     sem = asyncio.Semaphore(max(1, config.concurrency))
+    if isinstance(config.simulator, str) and config.simulator != "scripted":   # resolve a spec once
+        config = replace(config, simulator=resolve_model(config.simulator))
     resolved = [(m if isinstance(m, str) else m.name, resolve_model(m)) for m in models]
 
     async def one(label: str, model: Model, stack: str, case: Case, trial: int) -> TrialResult:
