@@ -131,15 +131,19 @@ def _line(node: yaml.Node | None) -> int | None:
     return node.start_mark.line + 1 if node is not None else None
 
 
-def load_case(path: str | Path) -> Case:
+def read_utf8(path: str | Path, what: str = "file") -> str:
+    """A file's text, or a clean error: not found (UsageError) or not UTF-8 (CaseFileError)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"case file not found: {path}") from None
+        raise UsageError(f"{what} not found: {path}") from None
     except UnicodeDecodeError as exc:
         raise CaseFileError([(FileLocation(str(path)), f"not UTF-8: {exc}")]) from None
-    return load_case_text(text, str(path))
+
+
+def load_case(path: str | Path) -> Case:
+    return load_case_text(read_utf8(path, "case file"), str(path))
 
 
 def case_files(source: str | Path) -> list[Path]:

@@ -26,6 +26,7 @@ from ..errors import CaseFileError, FileLocation, UsageError
 from ..events import Trajectory
 from .case import Case, Rubric
 from .judge import REPLY_LIMIT, _clip, run_lines
+from .loader import read_utf8
 from .rescore import HumanVerdict, ScoredResults, apply_human_verdicts, trace_dir
 from .results import Results
 from .scoring import Verdict
@@ -200,12 +201,7 @@ def read_review(path: str | Path) -> list[ReviewEntry]:
     Criteria whose ``verdict`` is left empty are skipped (not reviewed).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"review file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise CaseFileError([(FileLocation(str(path)), f"not UTF-8: {exc}")]) from None
+    text = read_utf8(path, "review file")
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

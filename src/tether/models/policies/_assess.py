@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..._assess import is_empty_data
 from ._lexicon import FORMAT_PHRASES, INSUFFICIENT_PHRASES, OUTAGE_PHRASES, TRANSIENT_PHRASES, contains_any
 
 NOTE_KEYS = ("note", "notes", "message", "msg", "warning", "hint", "remark", "info", "tip")
@@ -68,17 +69,7 @@ def parse_envelope(content: str) -> dict[str, Any]:
     return {"ok": True, "data": env}
 
 
-def is_empty(data: Any) -> bool:
-    if data is None or data == "" or data == [] or data == {}:
-        return True
-    if isinstance(data, dict):
-        for key in ("total", "count"):
-            if key in data and data[key] == 0:
-                return True
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if lists and all(len(v) == 0 for v in lists):
-            return True
-    return False
+is_empty = is_empty_data   # the same judgement the scorers and the loop guard use
 
 
 def notes_of(data: Any) -> str:
