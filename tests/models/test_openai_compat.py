@@ -133,7 +133,7 @@ async def test_messages_tools_and_ask_user_are_sent(server):
     assert body["messages"] == [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "find x"},
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [   # "" not null: llama.cpp's server rejects null
             {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}},
             {"id": "c2", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": '{"ok":true}'},

@@ -69,7 +69,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         elif m.role == "assistant" and m.tool_calls:
             out.append({
                 "role": "assistant",
-                "content": m.content or None,
+                "content": m.content or "",
                 "tool_calls": [
                     {"id": c.id, "type": "function",
                      "function": {"name": c.name,
