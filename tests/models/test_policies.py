@@ -459,9 +459,10 @@ def test_finish_up_is_deterministic():
 
 
 def test_stubborn_stopped_by_the_loop_guard_explains():
-    loop = pytest.importorskip("tether.guards.loop")
+    from tether.guards.loop import LoopGuard
+
     r = run_agent_sync(make_policy("stubborn"), ToolSet([_shop(), _web()]), message="帮我在商城找「红色 雨伞」",
-                       config=RunConfig(max_steps=12, guards=[loop.LoopGuard()]))
+                       config=RunConfig(max_steps=12, guards=[LoopGuard()]))
     assert r.status != "step_limit" and len(_calls(r)) < 12
     assert "shop_search_items" in r.reply and "未找到相关商品" in r.reply and "下一步建议" in r.reply
 
@@ -471,19 +472,13 @@ SUITE = Path(__file__).resolve().parents[2] / "src" / "tether" / "evals" / "suit
 
 
 def _run_case(case_id: str, policy: str):
-    catalog = pytest.importorskip("tether.tools.catalog")
-    if not hasattr(catalog, "scenario_toolset"):
-        pytest.skip("the scenario catalog is not available")
-    from tether.evals.case import Case
+    from tether.evals.loader import load_case
     from tether.evals.simulator import ScriptedUser
+    from tether.tools.catalog import scenario_toolset
     from tether.tools.injection import CaseInjection
-    import yaml
 
-    path = SUITE / f"{case_id}.yaml"
-    if not path.exists():
-        pytest.skip(f"{case_id} not written yet")
-    case = Case.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    tools = catalog.scenario_toolset(case.tools).with_layer(CaseInjection(case.tool_config))
+    case = load_case(SUITE / f"{case_id}.yaml")
+    tools = scenario_toolset(case.tools).with_layer(CaseInjection(case.tool_config))
     return run_agent_sync(make_policy(policy), tools, message=case.input.message,
                           history=[Turn(t.role, t.content, t.question) for t in case.input.history],
                           user=ScriptedUser(case.persona) if case.persona else None,
