@@ -197,6 +197,8 @@ class ReplayTools:
         self.canon = canon or cassette.canon
         self.state = state or ReplayState()
         self.recorded: list[ToolInteraction] = cassette.tool_interactions()
+        self._taken: set[int] = set(self.state.tool_used)
+        self._indexes: dict[str, dict[str, list[int]]] = {}
 
     def rule(self, tool: str) -> str:
         if self.match == "strict":
@@ -216,7 +218,18 @@ class ReplayTools:
             return ToolResult.failure(f"replay mismatch ({m.kind}) at step {m.step}: {m.detail}",
                                       "replay_mismatch", source="replay")
         st.tool_used.append(index)
+        self._taken.add(index)
         return await self._answer(index, name, arguments, call_next)
+
+    def _index(self, name: str, keys: Any) -> dict[str, list[int]]:
+        """Recorded calls of ``name`` by their matched arguments (built once per tool)."""
+        if name not in self._indexes:
+            index: dict[str, list[int]] = {}
+            for i, rec in enumerate(self.recorded):
+                if rec.tool == name:
+                    index.setdefault(canonical_json(self._args(name, rec.arguments, keys)), []).append(i)
+            self._indexes[name] = index
+        return self._indexes[name]
 
     async def _answer(self, index: int, name: str, arguments: dict[str, Any], call_next: CallNext) -> ToolResult:
         return self.recorded[index].result.to_result()
@@ -246,8 +259,13 @@ class ReplayTools:
                     detail=f"{name} (tool call {pos + 1} of {n}) was called with other arguments than recorded")
             return pos, None
         keys = self.key_args.get(name, "all")
+        act = self._args(name, args, keys)
+        # The hot path: an index of recorded calls by tool and matched arguments.
+        for i in self._index(name, keys).get(canonical_json(act), ()):
+            if i not in self._taken:
+                return i, None
         same_tool = [i for i in range(n) if self.recorded[i].tool == name]
-        unused = [i for i in same_tool if i not in used]
+        unused = [i for i in same_tool if i not in self._taken]
         if not same_tool:
             names = sorted({r.tool for r in self.recorded})
             return None, ToolNameMismatch(step, names, name, rule=self.rule(name),
@@ -256,10 +274,6 @@ class ReplayTools:
             return None, ToolCallCountMismatch(
                 step, len(same_tool), len(same_tool) + 1, rule=self.rule(name),
                 detail=f"{name} called {len(same_tool) + 1} times; the recording has {len(same_tool)}")
-        act = self._args(name, args, keys)
-        for i in unused:
-            if canonical_json(self._args(name, self.recorded[i].arguments, keys)) == canonical_json(act):
-                return i, None
         exp = self._args(name, self.recorded[unused[0]].arguments, keys)
         return None, ToolArgumentsMismatch(
             step, exp, act, rule=self.rule(name),
