@@ -273,6 +273,28 @@ async def send_with_retries(
         stats.retry_wait_s += delay
 
 
+async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[Any]], *, model: str, step: int,
+                        options: ModelOptions, stats: AdapterStats, secrets: list[str]) -> Any:
+    """One request through an official SDK (``openai`` or ``anthropic``: both
+    expose the same error classes) with tether's retries; returns the decoded
+    JSON body. ``create`` makes the raw-response call."""
+
+    async def attempt() -> HTTPReply:
+        try:
+            raw = await create()
+        except sdk.APIStatusError as exc:
+            return HTTPReply.of(exc.response)
+        except sdk.APITimeoutError:
+            raise TransportError("timeout", "timed out") from None
+        except sdk.APIConnectionError as exc:
+            raise TransportError("connection", describe_connection_error(exc)) from None
+        return HTTPReply.of(raw)
+
+    async with client:
+        reply = await send_with_retries(attempt, model=model, step=step, options=options, stats=stats, secrets=secrets)
+    return decode_json_body(reply, model=model, step=step, stats=stats, secrets=secrets)
+
+
 def decode_json_body(reply: HTTPReply, *, model: str, step: int, stats: AdapterStats,
                      secrets: Iterable[str | None] = ()) -> dict[str, Any]:
     """The reply body as a JSON object, or :class:`ProviderFailure` saying why not."""

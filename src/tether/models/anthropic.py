@@ -25,19 +25,15 @@ from ..messages import Message, ToolSpec
 from ._base import ModelRequest, ModelResponse, check_model_requests_allowed
 from ._http import (
     AdapterStats,
-    HTTPReply,
     ModelOptions,
     ProviderFailure,
     RetryPolicy,
     RawCall,
-    TransportError,
     build_decision,
-    decode_json_body,
-    describe_connection_error,
     make_usage,
     offered_tools,
     redact,
-    send_with_retries,
+    sdk_roundtrip,
 )
 
 __all__ = [
@@ -169,23 +165,11 @@ class AnthropicModel:
         client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout)
         extra = dict(self.options.extra_body or {})
 
-        async def attempt() -> HTTPReply:
-            try:
-                raw = await client.messages.with_raw_response.create(
-                    **body, extra_body=extra or None, timeout=self.options.timeout)
-            except anthropic.APIStatusError as exc:
-                return HTTPReply.of(exc.response)
-            except anthropic.APITimeoutError:
-                raise TransportError("timeout", "timed out") from None
-            except anthropic.APIConnectionError as exc:
-                raise TransportError("connection", describe_connection_error(exc)) from None
-            return HTTPReply.of(raw)
-
         secrets = [key]
-        async with client:
-            reply = await send_with_retries(attempt, model=self.name, step=request.step, options=self.options,
-                                            stats=self.stats, secrets=secrets)
-        data = decode_json_body(reply, model=self.name, step=request.step, stats=self.stats, secrets=secrets)
+        data = await sdk_roundtrip(
+            anthropic, client,
+            lambda: client.messages.with_raw_response.create(**body, extra_body=extra or None, timeout=self.options.timeout),
+            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets)
         return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,

@@ -24,20 +24,16 @@ from ..messages import Message, ToolSpec
 from ._base import ModelRequest, ModelResponse, check_model_requests_allowed
 from ._http import (
     AdapterStats,
-    HTTPReply,
     ModelOptions,
     ProviderFailure,
     RetryPolicy,
     RawCall,
-    TransportError,
     build_decision,
-    decode_json_body,
-    describe_connection_error,
     estimate_tokens,
     make_usage,
     offered_tools,
     redact,
-    send_with_retries,
+    sdk_roundtrip,
 )
 
 __all__ = [
@@ -163,23 +159,12 @@ class OpenAIChatModel:
         client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout)
         extra = dict(self.options.extra_body or {})
 
-        async def attempt() -> HTTPReply:
-            try:
-                raw = await client.chat.completions.with_raw_response.create(
-                    **body, extra_body=extra or None, timeout=self.options.timeout)
-            except openai.APIStatusError as exc:
-                return HTTPReply.of(exc.response)
-            except openai.APITimeoutError:
-                raise TransportError("timeout", "timed out") from None
-            except openai.APIConnectionError as exc:
-                raise TransportError("connection", describe_connection_error(exc)) from None
-            return HTTPReply.of(raw)
-
         secrets = [key]
-        async with client:
-            reply = await send_with_retries(attempt, model=self.name, step=request.step, options=self.options,
-                                            stats=self.stats, secrets=secrets)
-        data = decode_json_body(reply, model=self.name, step=request.step, stats=self.stats, secrets=secrets)
+        data = await sdk_roundtrip(
+            openai, client,
+            lambda: client.chat.completions.with_raw_response.create(
+                **body, extra_body=extra or None, timeout=self.options.timeout),
+            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets)
         return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,
