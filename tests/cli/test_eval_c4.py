@@ -1,7 +1,6 @@
 """The main job end to end: `tether eval c4` against the calibration agents, offline."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

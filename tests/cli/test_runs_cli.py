@@ -1,6 +1,5 @@
 """Durable runs from the CLI with the embedded store: run, runs list/show, approve, resume."""
 
-import json
 import os
 import signal
 import subprocess

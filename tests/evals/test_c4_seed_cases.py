@@ -7,7 +7,6 @@ then scores ``unjudged`` (never ``pass``), and scores ``pass`` once a judge
 verdict of pass is supplied for its rubric criteria.
 """
 
-import pytest
 
 from tether.evals import load_suite
 from tether.evals.scoring import CriterionResult, Verdict, score_trajectory

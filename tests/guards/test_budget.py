@@ -1,6 +1,6 @@
 import pytest
 
-from tether import Decision, FunctionModel, ModelResponse, RunConfig, ScriptedModel, ToolSet, Usage, run_agent_sync, tool
+from tether import Decision, FunctionModel, ModelResponse, RunConfig, ToolSet, Usage, run_agent_sync, tool
 from tether.guards.budget import Budget, BudgetGuard, estimate_tokens
 
 

@@ -2,7 +2,7 @@
 
 import itertools
 
-from tether import Decision, FunctionModel, RunConfig, ScriptedModel, ToolResult, ToolSet, run_agent_sync, tool
+from tether import Decision, RunConfig, ScriptedModel, ToolResult, ToolSet, run_agent_sync, tool
 from tether.guards.loop import LoopConfig, LoopGuard
 
 
@@ -111,7 +111,7 @@ def test_family_outage_blocks_further_calls():
 
 def test_state_is_plain_data_and_round_trips():
     g = LoopGuard()
-    result = run_agent_sync(ScriptedModel([Decision.call("search", {"keyword": "x"})] * 2 + [Decision.final("x")]),
+    run_agent_sync(ScriptedModel([Decision.call("search", {"keyword": "x"})] * 2 + [Decision.final("x")]),
                             ToolSet([search]), message="go", config=RunConfig(guards=[g]))
     import json
     state = json.loads(json.dumps(g.state(), ensure_ascii=False))

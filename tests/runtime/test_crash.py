@@ -13,7 +13,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 
 AGENT = Path(__file__).with_name("_crash_agent.py")
 SRC = Path(__file__).resolve().parents[2] / "src"

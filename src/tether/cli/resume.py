@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import ToolResultEvent, Trajectory
+from ..events import Trajectory
 from ..messages import ToolCallRequest, Usage
 from ..status import TerminalStatus
 from ._base import BaseGuard, GuardContext, Verdict
