@@ -60,6 +60,11 @@ PENDING = frozenset({
     "initializing", "working", "not_ready", "not ready", "处理中", "排队中", "进行中", "运行中", "等待中", "部署中",
 })
 _STATUS_KEYS = ("status", "state", "phase", "job_status", "stage")
+# boolean flags that say "not finished yet" when they hold this value
+_PENDING_FLAGS = {"running": True, "pending": True, "in_progress": True, "busy": True,
+                  "done": False, "finished": False, "completed": False, "complete": False, "ready": False}
+# tools whose whole job is to let time pass between polls
+WAIT_VERBS = frozenset({"sleep", "wait", "pause", "delay", "backoff"})
 
 _TRANSIENT = re.compile(
     r"\b(?:5\d\d|429)\b|time[d ]?\s?out|timeout|temporar|unavailable|rate.?limit|too many requests|try again|"
@@ -126,14 +131,33 @@ def result_hash(result: ToolResultEvent) -> str:
     return "!" + _digest(f"{result.error_type}|{result.error}")
 
 
+def is_wait_name(tool: str) -> bool:
+    return any(t.casefold() in WAIT_VERBS for t in _NAME_TOKEN.findall(tool))
+
+
 def is_pending(data: Any) -> bool:
+    """A status that says the work is not finished yet (polling, not looping)."""
     if isinstance(data, dict):
         for key in _STATUS_KEYS:
             value = data.get(key)
             if isinstance(value, str) and value.strip().casefold() in PENDING:
                 return True
+        for key, pending_when in _PENDING_FLAGS.items():
+            if data.get(key) is pending_when:
+                return True
         return False
     return isinstance(data, str) and data.strip().casefold() in PENDING
+
+
+def is_ack(data: Any) -> bool:
+    """A bare acknowledgement (``{"moved": true}``, ``"ok"``): says the call
+    was done, carries no data to compare."""
+    if data is True or (isinstance(data, str) and len(data) <= 24):
+        return True
+    if not isinstance(data, dict) or not data or len(data) > 3:
+        return False
+    return all(v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 24)
+               for v in data.values())
 
 
 def is_transient(result: ToolResultEvent) -> bool:
@@ -145,9 +169,11 @@ def is_transient(result: ToolResultEvent) -> bool:
 
 
 def error_signature(result: ToolResultEvent) -> str:
-    """Same type and same text (normalised, first 160 characters): the mark
-    of one failing backend behind tools whose names need not share a prefix."""
-    return f"{result.error_type or 'error'}|{norm_text(result.error or '')[:160]}"
+    """Same type and same text (normalised, the tool's own name masked, first
+    160 characters): the mark of one failing backend behind tools whose names
+    need not share a prefix ("MCP client not connected for tool 'x'")."""
+    text = (result.error or "").replace(result.tool, "<tool>") if result.tool else (result.error or "")
+    return f"{result.error_type or 'error'}|{norm_text(text)[:160]}"
 
 
 def empty(result: ToolResultEvent) -> bool:

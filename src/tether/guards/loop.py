@@ -61,14 +61,17 @@ from ._calls import (
     describe_call,
     empty,
     error_signature,
+    is_ack,
     is_action_name,
     is_pending,
     is_transient,
+    is_wait_name,
     result_hash,
 )
 
-__all__ = ["LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
+__all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
+RULES = ("identical", "cycle", "near_duplicate", "no_progress", "outage", "question_repeat")
 _NORMAL, _TRANSIENT, _POLL = "n", "t", "p"
 # entry fields in ``LoopGuard.calls`` (lists, so the state is JSON as is)
 _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
@@ -88,8 +91,10 @@ class LoopConfig:
     outage_tools: int = 2              # tools failing with the same error that mean an outage
     outage_window: int = 10            # ... within this many calls
     max_question_repeats: int = 1      # refused asks of a question before asking it again trips
+    max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
     max_hints: int = 2                 # distinct hints before any further trip stops
+    rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
     exempt_tools: frozenset[str] = frozenset()
     ignore_fields: frozenset[str] = frozenset({"request_id", "timestamp", "trace_id"})
     on_repeat: Literal["stop", "escalate"] = "stop"
@@ -119,7 +124,7 @@ class LoopGuard(BaseGuard):
     trips: int = 0
 
     def __post_init__(self) -> None:
-        self._kinds: dict[str, bool] = {}
+        self._kinds: dict[str, tuple[bool, bool]] = {}
         self._pending: tuple[str, str, str] | None = None   # call id, sig, target from before_tool
 
     # -- hooks -------------------------------------------------------------------
@@ -129,12 +134,15 @@ class LoopGuard(BaseGuard):
             return None
         sig, target = describe_call(call.name, call.arguments, cfg.ignore_fields)
         self._pending = (call.id, sig, target)
-        found = self._outage(call.name)
+        rules = cfg.rules
+        found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", found[0], found[1])
-        found = (self._identical(call, sig) or self._cycle(sig) or self._near_duplicate(call)
-                 or self._no_progress())
-        return None if found is None else self._ladder(*found)
+        found = (("identical" in rules and self._identical(call, sig))
+                 or ("cycle" in rules and self._cycle(sig))
+                 or ("near_duplicate" in rules and self._near_duplicate(call))
+                 or ("no_progress" in rules and self._no_progress()))
+        return self._ladder(*found) if found else None
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
         cfg = self.config
@@ -149,16 +157,21 @@ class LoopGuard(BaseGuard):
         self._pending = None
         rkey = result_hash(result)
         ok = result.ok
-        kind = _POLL if ok and is_pending(result.data) else _TRANSIENT if not ok and is_transient(result) else _NORMAL
+        action, wait = self._kind(ctx, tool)
+        if ok:
+            kind = _POLL if wait or is_pending(result.data) else _NORMAL
+        else:
+            kind = _TRANSIENT if is_transient(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
         if not ok or kind == _POLL:
             progress = False
-        elif self._is_action(ctx, tool):
+        elif action:
             progress = sig not in self.sigs or rkey not in self.seen_results
         elif rkey not in self.seen_results and not empty(result):
             progress = True
         elif tkey and tkey not in self.targets:
-            progress = rkey not in self.seen_results or empty(result)
+            # a new target: progress, unless a read returned the very same data again
+            progress = rkey not in self.seen_results or empty(result) or is_ack(result.data)
         else:
             progress = False
 
@@ -197,20 +210,24 @@ class LoopGuard(BaseGuard):
 
     def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
         decision = getattr(response, "decision", None) or _last_decision(ctx)
-        if decision is None or decision.kind != DecisionKind.QUESTION:
+        if decision is None or decision.kind != DecisionKind.QUESTION or "question_repeat" not in self.config.rules:
             return None
         self._read_questions(ctx)
         words = Q.content(decision.text)
-        refused = [q for q in self.asked if q[1] and Q.overlap(words, frozenset(q[0])) >= self.config.question_overlap]
-        if len(refused) < self.config.max_question_repeats:
+        cfg = self.config
+        similar = [q for q in self.asked if Q.overlap(words, frozenset(q[0])) >= cfg.question_overlap]
+        refused = sum(1 for q in similar if q[1])
+        if refused >= cfg.max_question_repeats:
+            why, n, limit = "refused or left unanswered", refused, cfg.max_question_repeats
+        elif len(similar) >= cfg.max_question_asks:
+            why, n, limit = "asked and answered", len(similar), cfg.max_question_asks
+        else:
             return None
-        n = len(refused)
-        message = (f"this question was already asked and refused or left unanswered {n} time(s); asking it again "
-                   f"will not get an answer; limit {self.config.max_question_repeats}. Do not ask it again: offer a "
-                   "sensible default and go on with it, or stop and explain what cannot be done without this "
-                   "information and what the user can do instead.")
-        return self._ladder("question_repeat", "question", message,
-                            {"refused": n, "limit": self.config.max_question_repeats})
+        message = (f"this question (or a rewording of it) was already {why} {n} time(s); limit {limit}. "
+                   "Do not ask it again: use the answers you have, offer a sensible default and go on with it, "
+                   "or stop and explain what cannot be done without this information and what the user can do "
+                   "instead.")
+        return self._ladder("question_repeat", "question", message, {"count": n, "limit": limit, "reason": why})
 
     # -- the ladder ----------------------------------------------------------------
     def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Verdict:
@@ -327,11 +344,13 @@ class LoopGuard(BaseGuard):
         return None
 
     # -- helpers -------------------------------------------------------------------
-    def _is_action(self, ctx: GuardContext, tool: str) -> bool:
+    def _kind(self, ctx: GuardContext, tool: str) -> tuple[bool, bool]:
+        """(side-effecting, a wait tool): the spec's ``side_effect`` when the run
+        has specs, else the verb in the name; computed once per tool."""
         kind = self._kinds.get(tool)
         if kind is None:
             spec = next((s for s in ctx.tools if s.name == tool), None)
-            kind = bool(spec is not None and spec.side_effect) or is_action_name(tool)
+            kind = (bool(spec is not None and spec.side_effect) or is_action_name(tool), is_wait_name(tool))
             self._kinds[tool] = kind
         return kind
 
