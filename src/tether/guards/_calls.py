@@ -26,7 +26,6 @@ from typing import Any
 
 from .._assess import is_empty_data
 from ..events import ToolResultEvent
-from ..messages import canonical_json
 
 # Argument names that hold free text: a difference there is a rewording.
 QUERY_KEYS = frozenset({
@@ -74,6 +73,8 @@ TRANSIENT_TYPES = frozenset({"timeout", "rate_limit", "rate_limited", "unavailab
 
 
 def norm_text(value: str) -> str:
+    if value.isascii():
+        return " ".join(value.lower().split())
     return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
 
 
@@ -87,12 +88,24 @@ def _norm_value(value: Any, ignore: frozenset[str]) -> Any:
     return value
 
 
+_KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
+_QUERY, _TARGET, _BY_VALUE = 0, 1, 2
+
+
+def _key_kind(key: str) -> int:
+    kind = _KEY_KIND.get(key)
+    if kind is None:
+        k = key.casefold()
+        kind = _QUERY if k in QUERY_KEYS else _TARGET if _TARGET_KEY.search(k) else _BY_VALUE
+        if len(_KEY_KIND) < 4096:
+            _KEY_KIND[key] = kind
+    return kind
+
+
 def _is_target(key: str, value: Any) -> bool:
-    k = key.casefold()
-    if k in QUERY_KEYS:
-        return False
-    if _TARGET_KEY.search(k):
-        return True
+    kind = _key_kind(key)
+    if kind != _BY_VALUE:
+        return kind == _TARGET
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, (int, float)):
@@ -103,14 +116,24 @@ def _is_target(key: str, value: Any) -> bool:
 
 
 def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str]:
-    """(signature, target) of a call: one normalisation pass, one JSON dump.
+    """(signature, target) of a call, in one pass over the sorted arguments.
 
-    ``target`` is the canonical JSON of the resource-naming arguments, empty
-    when the call names none (a pure query)."""
-    norm = {k: _norm_value(v, ignore) for k, v in arguments.items() if k not in ignore}
-    sig = f"{tool}:{canonical_json(norm)}"
-    targets = {k: v for k, v in norm.items() if _is_target(k, v)}
-    return sig, (canonical_json(targets) if targets else "")
+    The signature is ``tool:key=value,...`` with normalised values (strings
+    case folded and whitespace collapsed); ``target`` is the same for the
+    resource-naming arguments only, empty when the call names none (a pure
+    query). Both are keys for equality, never parsed back."""
+    parts: list[str] = []
+    targets: list[str] = []
+    for key in sorted(arguments):
+        if key in ignore:
+            continue
+        value = arguments[key]
+        value = norm_text(value) if isinstance(value, str) else _norm_value(value, ignore)
+        part = f"{key}={value!r}"
+        parts.append(part)
+        if _is_target(key, value):
+            targets.append(part)
+    return f"{tool}:{','.join(parts)}", ",".join(targets)
 
 
 def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] = frozenset()) -> str:
@@ -126,25 +149,30 @@ def _digest(text: str) -> str:
 
 
 def result_hash(result: ToolResultEvent) -> str:
-    if result.ok:
-        return _digest(canonical_json(result.data))
-    return "!" + _digest(f"{result.error_type}|{result.error}")
+    """A short stable key for "the same result": the repr of the data (tools
+    return their fields in a fixed order), hashed when longer than 40 characters."""
+    text = repr(result.data) if result.ok else f"!{result.error_type}|{result.error}"
+    return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
 
 
 def is_wait_name(tool: str) -> bool:
     return any(t.casefold() in WAIT_VERBS for t in _NAME_TOKEN.findall(tool))
 
 
+_POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
+
+
 def is_pending(data: Any) -> bool:
     """A status that says the work is not finished yet (polling, not looping)."""
     if isinstance(data, dict):
-        for key in _STATUS_KEYS:
-            value = data.get(key)
-            if isinstance(value, str) and value.strip().casefold() in PENDING:
-                return True
-        for key, pending_when in _PENDING_FLAGS.items():
-            if data.get(key) is pending_when:
-                return True
+        for key in data:
+            if key in _POLL_KEYS:
+                value = data[key]
+                if isinstance(value, str):
+                    if key in _STATUS_KEYS and value.strip().casefold() in PENDING:
+                        return True
+                elif key in _PENDING_FLAGS and value is _PENDING_FLAGS[key]:
+                    return True
         return False
     return isinstance(data, str) and data.strip().casefold() in PENDING
 

@@ -275,6 +275,8 @@ class LoopGuard(BaseGuard):
         """The incoming call would complete ``max_cycle_periods`` rounds of a
         period-p sequence (2 <= p <= max_period) whose results did not change
         (a pending or transiently failing member is left to the identical rule)."""
+        if sig not in self.sigs:
+            return None                     # a call never seen in the window completes no cycle
         calls = self.calls
         have = len(calls)
         rounds = self.config.max_cycle_periods
