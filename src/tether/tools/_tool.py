@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import json
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
 import jsonschema
@@ -48,6 +49,20 @@ StatusQuery = Callable[[str, dict[str, Any]], "ToolResult | None | Awaitable[Too
 # The idempotency key of the side-effecting call in flight (set by the run loop,
 # read by Tool.invoke for tools that take one).
 current_idempotency_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("tether_idempotency_key", default=None)
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A checked validator per distinct schema, built once per process (schema
+    checks and validator construction were most of a fresh world's cost)."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        found = _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
+    return found
 
 
 class Tool:
@@ -89,8 +104,7 @@ class Tool:
             self.parameters = schema
         else:
             self.parameters = parameters or {"type": "object", "properties": {}}
-        jsonschema.Draft202012Validator.check_schema(self.parameters)
-        self._validator = jsonschema.Draft202012Validator(self.parameters)
+        self._validator = _validator(self.parameters)
 
     @property
     def spec(self) -> ToolSpec:

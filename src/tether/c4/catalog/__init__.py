@@ -56,14 +56,27 @@ def catalog_names() -> list[str]:
     return list(_NAMES)
 
 
-def scenario_tools(now: datetime | None = None, seed: int = 0) -> dict[str, Tool]:
-    """A fresh world and its tools, by name (in :func:`catalog_names` order)."""
+# Which module builds each tool (a world builds only the modules a case needs).
+_MODULE_OF = {
+    "search_flights": flights, "weibo_search_posts": social, "weibo_get_post_detail": social,
+    "weibo_get_post_comments": social, "zhihu_search_questions": social, "zhihu_get_answers": social,
+    "taobao_search_products": shopping, "beike_lookup_city_id": housing, "beike_search_resale_housing": housing,
+    "beike_get_community_detail": housing, "maps_text_search": maps, "maps_weather": maps,
+    "compute_google_maps_routes": maps, "compute_google_maps_route_matrix": maps, "web_search": websearch,
+    "travel_search_destinations": travel, "travel_get_destination_detail": travel, "travel_plan_itinerary": travel,
+}
+
+
+def scenario_tools(now: datetime | None = None, seed: int = 0, names: Iterable[str] | None = None) -> dict[str, Tool]:
+    """A fresh world and its tools, by name (in :func:`catalog_names` order);
+    with ``names``, only the modules that provide them are built."""
     world = World(now or DEFAULT_NOW, seed)
+    wanted = list(_NAMES) if names is None else [n for n in _NAMES if n in set(names)]
     built: dict[str, Tool] = {}
-    for module in _MODULES:
+    for module in dict.fromkeys(_MODULE_OF[n] for n in wanted):
         for t in module.build(world):
             built[t.name] = t
-    return {name: built[name] for name in _NAMES}
+    return {name: built[name] for name in wanted}
 
 
 def scenario_toolset(names: Iterable[str] | None = None, *, now: datetime | None = None, seed: int = 0) -> ToolSet:
@@ -75,5 +88,5 @@ def scenario_toolset(names: Iterable[str] | None = None, *, now: datetime | None
     if unknown:
         raise UsageError(
             f"unknown scenario tool(s) {', '.join(map(repr, unknown))}; known tools: {', '.join(_NAMES)}")
-    tools = scenario_tools(now, seed)
+    tools = scenario_tools(now, seed, wanted)
     return ToolSet(tools[n] for n in wanted)

@@ -17,6 +17,7 @@ Two deterministic rules, both documented where they are used:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -103,8 +104,11 @@ class Lexicon:
         return list(seen.items())
 
 
-def grams(text: str) -> set[str]:
-    """CJK bigrams (a lone CJK character stands for itself) and Latin/digit words."""
+@functools.lru_cache(maxsize=65536)
+def grams(text: str) -> frozenset[str]:
+    """CJK bigrams (a lone CJK character stands for itself) and Latin/digit words.
+    Cached: the world's documents are the same in every trial, so a fresh
+    world's indexes cost a lookup per document, not a re-tokenization."""
     t = norm(text)
     out: set[str] = set()
     for word in re.findall(r"[a-z0-9]+", t):
@@ -122,7 +126,7 @@ def grams(text: str) -> set[str]:
             if g not in _STOP_GRAMS and not (set(g) & _STOP_CHARS):
                 out.add(g)
         cjk_run = ""
-    return out
+    return frozenset(out)
 
 
 class GramIndex:

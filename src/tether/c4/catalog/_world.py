@@ -9,7 +9,6 @@ the call's own key, so the same seed and arguments give the same answer.
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 import random
@@ -17,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from importlib import resources
 from typing import Any
 
+import orjson
 import yaml
 
 from ...tools._tool import ToolResult
@@ -28,9 +28,24 @@ DATA_FILES = ("flights", "weibo", "zhihu", "taobao", "beike", "maps", "travel", 
 
 
 @functools.lru_cache(maxsize=None)
+def _frozen(name: str) -> bytes:
+    return orjson.dumps(_load(name))
+
+
+@functools.lru_cache(maxsize=None)
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
+
+
+class _LazyData(dict):
+    """This world's own copy of each data file, made when a tool first reads it."""
+
+    def __missing__(self, name: str) -> Any:
+        if name not in DATA_FILES:
+            raise KeyError(name)
+        value = self[name] = orjson.loads(_frozen(name))    # a JSON round trip: a deep copy, 10x faster
+        return value
 
 
 class World:
@@ -42,7 +57,7 @@ class World:
             now = now.replace(tzinfo=DEFAULT_NOW.tzinfo)
         self.now = now
         self.seed = seed
-        self.data: dict[str, Any] = {name: copy.deepcopy(_load(name)) for name in DATA_FILES}
+        self.data: dict[str, Any] = _LazyData()
 
     @property
     def today(self):
