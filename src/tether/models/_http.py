@@ -61,7 +61,10 @@ class RetryPolicy:
 class ModelOptions:
     """Options every provider adapter takes (one object, passed through)."""
 
-    timeout: float = 60.0             # seconds for one attempt, whole request
+    timeout: float = 60.0             # seconds for one attempt on the wire (waiting for a connection slot not counted)
+    # Requests in flight at once to this model; None: 16, or 1 for a server on this machine
+    # (llama.cpp and Ollama answer one request at a time: more only queue up and time out).
+    max_connections: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     ask_user: bool = True             # offer the ask_user pseudo-tool (see docs/models.md)
     temperature: float | None = None
@@ -203,6 +206,34 @@ def _plural(n: int, word: str) -> str:
 _STATUS_REASON = {429: "rate_limited"}
 
 
+class ConnectionLimit:
+    """At most ``n`` requests in flight to one model, per event loop. Waiting
+    for a slot happens before an attempt's timeout starts."""
+
+    def __init__(self, n: int):
+        if n < 1:
+            raise ValueError(f"max_connections must be at least 1, got {n}")
+        self.n = n
+        self._by_loop: dict[int, asyncio.Semaphore] = {}
+
+    def slot(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        sem = self._by_loop.get(id(loop))
+        if sem is None:
+            if len(self._by_loop) > 64:     # loops come and go (asyncio.run per call in scripts)
+                self._by_loop.clear()
+            sem = self._by_loop[id(loop)] = asyncio.Semaphore(self.n)
+        return sem
+
+
+def default_connections(base_url: str | None) -> int:
+    """1 for a server on this machine (one-at-a-time local servers), else 16."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "") if base_url else ""
+    return 1 if host in ("localhost", "::1") or host.startswith("127.") else 16
+
+
 async def send_with_retries(
     attempt: Callable[[], Awaitable[HTTPReply]],
     *,
@@ -211,11 +242,13 @@ async def send_with_retries(
     options: ModelOptions,
     stats: AdapterStats,
     secrets: Iterable[str | None] = (),
+    limit: ConnectionLimit | None = None,
 ) -> HTTPReply:
     """Call ``attempt`` until it returns a 2xx reply, retrying what is worth it.
 
-    Each attempt gets ``options.timeout`` seconds in all. Raises
-    :class:`ProviderFailure` (never an SDK exception) when it gives up.
+    Each attempt gets ``options.timeout`` seconds on the wire, counted once it
+    holds a connection slot of ``limit``. Raises :class:`ProviderFailure`
+    (never an SDK exception) when it gives up.
     """
     policy = options.retry
     secrets = list(secrets)
@@ -235,8 +268,13 @@ async def send_with_retries(
         retry_after: float | None = None
         status: int | None = None
         try:
-            async with asyncio.timeout(options.timeout):
-                reply = await attempt()
+            if limit is not None:
+                async with limit.slot():
+                    async with asyncio.timeout(options.timeout):
+                        reply = await attempt()
+            else:
+                async with asyncio.timeout(options.timeout):
+                    reply = await attempt()
         except TimeoutError:
             reason, what = "timeout", f"timed out after {options.timeout:g}s"
         except TransportError as exc:
@@ -277,7 +315,8 @@ async def send_with_retries(
 
 
 async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[Any]], *, model: str, step: int,
-                        options: ModelOptions, stats: AdapterStats, secrets: list[str]) -> Any:
+                        options: ModelOptions, stats: AdapterStats, secrets: list[str],
+                        limit: ConnectionLimit | None = None) -> Any:
     """One request through an official SDK (``openai`` or ``anthropic``: both
     expose the same error classes) with tether's retries; returns the decoded
     JSON body. ``create`` makes the raw-response call."""
@@ -294,7 +333,8 @@ async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[An
         return HTTPReply.of(raw)
 
     async with client:
-        reply = await send_with_retries(attempt, model=model, step=step, options=options, stats=stats, secrets=secrets)
+        reply = await send_with_retries(attempt, model=model, step=step, options=options, stats=stats, secrets=secrets,
+                                        limit=limit)
     return decode_json_body(reply, model=model, step=step, stats=stats, secrets=secrets)
 
 

@@ -25,6 +25,8 @@ from ..messages import Message, ToolSpec
 from ._base import ModelRequest, ModelResponse, check_model_requests_allowed
 from ._http import (
     AdapterStats,
+    ConnectionLimit,
+    default_connections,
     ModelOptions,
     ProviderFailure,
     RetryPolicy,
@@ -132,6 +134,7 @@ class AnthropicModel:
         self.options = options
         self.name = name or f"anthropic:{model}"
         self.stats = AdapterStats()
+        self.limit = ConnectionLimit(options.max_connections or default_connections(self.base_url))
 
     def __repr__(self) -> str:
         return f"AnthropicModel(name={self.name!r})"
@@ -169,7 +172,8 @@ class AnthropicModel:
         data = await sdk_roundtrip(
             anthropic, client,
             lambda: client.messages.with_raw_response.create(**body, extra_body=extra or None, timeout=self.options.timeout),
-            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets)
+            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets,
+            limit=self.limit)
         return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,

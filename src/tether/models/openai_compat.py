@@ -24,6 +24,8 @@ from ..messages import Message, ToolSpec
 from ._base import ModelRequest, ModelResponse, check_model_requests_allowed
 from ._http import (
     AdapterStats,
+    ConnectionLimit,
+    default_connections,
     ModelOptions,
     ProviderFailure,
     RetryPolicy,
@@ -119,6 +121,7 @@ class OpenAIChatModel:
         self.options = options
         self.name = name or (f"openai-compat:{base_url}#{model}" if base_url else f"openai:{model}")
         self.stats = AdapterStats()
+        self.limit = ConnectionLimit(options.max_connections or default_connections(base_url))
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(name={self.name!r})"
@@ -164,7 +167,8 @@ class OpenAIChatModel:
             openai, client,
             lambda: client.chat.completions.with_raw_response.create(
                 **body, extra_body=extra or None, timeout=self.options.timeout),
-            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets)
+            model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets,
+            limit=self.limit)
         return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,
