@@ -11,13 +11,15 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── ScriptLeftover         ... or not often enough (checked at teardown)
     │   ├── UnmappedRequest        a mapping model got a request it has no answer for
     │   ├── UnusedMappings         ... or ended with answers nobody asked for
-    │   └── CassetteNotFound       replay-only mode and no cassette on disk
+    │   ├── CassetteNotFound       replay-only mode and no cassette on disk
+    │   └── RunBusy                another process is driving that run (it holds the run's lease)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   └── ModelFailure           the model seam raised or answered garbage
     │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
     └── LoopSignal                 signals between the run loop, its gates and its callers
         ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
         └── RunAborted             the run must not go on; the loop records it and re-raises
+            ├── LeaseLost          another process took over the run's lease
             └── Mismatch           replay: the run departed from its recording (also an AssertionError)
                 ├── ModelRequestMismatch
                 ├── ToolNameMismatch
@@ -122,6 +124,18 @@ class ScriptLeftover(UsageError):
         )
 
 
+class RunBusy(UsageError):
+    """Another process holds the run's lease: one process drives a run at a time."""
+
+    def __init__(self, run_id: str, pid: int, host: str, since: float):
+        import datetime as _dt
+
+        self.run_id, self.pid, self.host, self.since = run_id, pid, host, since
+        when = _dt.datetime.fromtimestamp(since).strftime("%Y-%m-%d %H:%M:%S")
+        super().__init__(f"run {run_id} is being driven by pid {pid} on {host} since {when}; wait for it to "
+                         "finish, or for its lease to expire if that process died")
+
+
 class RunFailure(TetherError):
     """The run could not continue. Recorded in the trace as status ``error``."""
 
@@ -163,3 +177,7 @@ class RunStop(LoopSignal):
 class RunAborted(LoopSignal):
     """The run must not go on and the caller must know: the loop records a
     ``run_finished`` (status ``error``, kind ``aborted``) and re-raises."""
+
+
+class LeaseLost(RunAborted):
+    """This process no longer holds the run's lease: another one drives it now."""

@@ -115,7 +115,14 @@ def approve_command(
         status = ("rejected" if reject else "escalated" if escalate else "terminated" if terminate
                   else "modified" if new_args is not None else "approved")
         who = by or os.environ.get("USER") or "cli"
-        db.decide_approval(a["id"], status, who, note, new_args)
+        db.expire_approvals(run_id)
+        if not db.decide_approval(a["id"], status, who, note, new_args):     # compare-and-set: one decider wins
+            now = db.get_approval(a["id"]) or {}
+            if now.get("status") == "expired":
+                raise UsageError(f"{a['id']} expired before it was decided (default deny); "
+                                 f"`tether resume {run_id}` asks again")
+            raise UsageError(f"{a['id']} was decided meanwhile ({now.get('status')} by {now.get('decided_by')}); "
+                             "your decision was not recorded and the run was not resumed")
     console.print(f"{a['id']}: {status} by {who} · {a['tool']}({a['arguments']})"
                   + (f" -> {new_args}" if new_args is not None else ""), highlight=False)
     if resume:

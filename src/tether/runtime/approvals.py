@@ -12,14 +12,22 @@ behind one small seam (``async decide(request) -> ApprovalDecision``):
 * :class:`DeferredApprover`: persists the request and pauses the run
   (``needs_human``); ``tether approve RUN_ID`` decides and the run continues.
 
-A timeout is a rejection (default deny). A decision is bound to a digest of
-the exact arguments and consumed once: another set of arguments, a retry, or a
-resumed run after the call ran all need a new decision.
+A timeout is a rejection (default deny), for every approver: synchronous
+ones (a blocking callback, the terminal prompt) run in a thread the gate can
+abandon, and a decision that arrives after the deadline does not count. A
+deferred approval expires (default 24 h) and then denies. A decision is bound
+to a digest of the exact arguments and applies to the one call it was given
+for: an approval or a rejection is used once, and another call, a retry, or a
+resumed run after the call ran all need a new decision. An approval must say
+who decided; one without a decider is refused. Deciding a pending approval
+is a compare-and-set: of two people deciding at once, one wins and the other
+is told it lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import fnmatch
 import inspect
 import hashlib
@@ -102,10 +110,32 @@ class CallbackApprover:
     name: str = "callback"
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        out = self.fn(request)
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(request)
+        out = await in_daemon_thread(self.fn, request)     # a blocking callback cannot hold the run past its timeout
         if inspect.isawaitable(out):
             out = await out
         return out
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking ``fn`` in a daemon thread: when the caller stops waiting
+    (a timeout), the thread is abandoned and never keeps the process alive."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # delivered to the waiting task
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+        else:
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
+
+    threading.Thread(target=work, daemon=True, name="tether-approver").start()
+    return await future
 
 
 @dataclass
@@ -134,7 +164,7 @@ class CLIApprover:
     ask: Callable[[str], str] | None = None   # injectable for tests
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await asyncio.to_thread(self._prompt, request)
+        return await in_daemon_thread(self._prompt, request)
 
     def _prompt(self, request: ApprovalRequest) -> ApprovalDecision:
         import json
@@ -146,7 +176,9 @@ class CLIApprover:
         body = (f"[bold]要做什么[/]: {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n"
                 f"[bold]影响什么[/]: {request.affects or '见参数'}\n[bold]为什么需要你确认[/]: {request.reason}")
         console.print(Panel(body, title=f"approval needed · run {request.run_id} · step {request.step}"))
-        ask = self.ask or (lambda prompt: console.input(prompt))
+        from rich.markup import escape
+
+        ask = self.ask or (lambda prompt: console.input(escape(prompt)))   # "[a]" is not Rich markup here
         answer = ask("[a]pprove / [r]eject / [e]dit > ").strip().lower()
         if answer in ("a", "approve", "y", "yes"):
             return ApprovalDecision("approve", by="cli")
@@ -163,11 +195,23 @@ class CLIApprover:
 class ApprovalGate:
     policy: ApprovalPolicy
     approver: Approver = field(default_factory=PolicyApprover)
-    timeout_s: float = 300.0
+    timeout_s: float = 300.0                 # a synchronous decision later than this is a rejection
+    deferred_expiry_s: float = 24 * 3600.0   # a deferred (tether approve) decision later than this is a rejection
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
-        """The approver's decision; a timeout is a rejection."""
+        """The approver's decision; a timeout is a rejection, and so is a decision
+        that comes back after the deadline or without saying who decided."""
+        started = time.monotonic()
         try:
-            return await asyncio.wait_for(self.approver.decide(request), self.timeout_s)
+            decision = await asyncio.wait_for(self.approver.decide(request), self.timeout_s)
         except asyncio.TimeoutError:
-            return ApprovalDecision("reject", by="timeout", note=f"no decision within {self.timeout_s:g} s: default deny")
+            return _timed_out(self.timeout_s)
+        if decision.action != "pending" and time.monotonic() - started > self.timeout_s:
+            return _timed_out(self.timeout_s)
+        if decision.action in ("approve", "modify") and not decision.by:
+            return ApprovalDecision("reject", by="gate", note="the approval did not say who decided: refused")
+        return decision
+
+
+def _timed_out(timeout_s: float) -> ApprovalDecision:
+    return ApprovalDecision("reject", by="timeout", note=f"no decision within {timeout_s:g} s: default deny")

@@ -19,7 +19,7 @@ from ..events import EVENT_ADAPTER, RunResumed, Trajectory
 from ..models import Model
 from ..tools import ToolSet
 from .loop import AgentTask, LoopAgent, drive
-from .session import RunConfig, RunResult, RunSession, SimulatedUser
+from .session import _DRIVING, RunConfig, RunResult, RunSession, SimulatedUser, new_holder, take_lease
 
 # Interrupted (running: the process died), paused for a human, or ended by an error.
 RESUMABLE = frozenset({"running", "needs_human", "unknown", "error"})
@@ -27,10 +27,25 @@ RESUMABLE = frozenset({"running", "needs_human", "unknown", "error"})
 
 def reopen(run_id: str, tools: ToolSet, *, store: Any, model_name: str, user: SimulatedUser | None = None,
            config: RunConfig = RunConfig()) -> RunSession:
-    """A session continuing a stored run from its last checkpoint."""
+    """A session continuing a stored run from its last checkpoint. The run's
+    lease is taken first: a second process resuming the same run at the same
+    time gets RunBusy before it reads or changes anything."""
     run = store.get_run(run_id)
     if run is None:
         raise UsageError(f"no run {run_id!r} in {store.path}")
+    holder = new_holder()
+    take_lease(store, run_id, holder)
+    try:
+        return _reopen(run_id, tools, store=store, model_name=model_name, user=user, config=config, holder=holder)
+    except BaseException:
+        store.release_lease(run_id, holder)
+        _DRIVING.discard(holder)
+        raise
+
+
+def _reopen(run_id: str, tools: ToolSet, *, store: Any, model_name: str, user: SimulatedUser | None,
+            config: RunConfig, holder: str) -> RunSession:
+    run = store.get_run(run_id)
     if run["status"] not in RESUMABLE:
         raise UsageError(f"run {run_id!r} already ended as {run['status']}; only an interrupted or paused run "
                          f"({', '.join(sorted(RESUMABLE))}) can be resumed")
@@ -49,7 +64,7 @@ def reopen(run_id: str, tools: ToolSet, *, store: Any, model_name: str, user: Si
     offset = events[keep - 1]["at_ms"] if keep else 0.0
     trajectory = Trajectory(EVENT_ADAPTER.validate_python(e) for e in events[:keep])
     session = RunSession(run_id=run_id, model_name=model_name, tools=tools, config=config, user=user,
-                         trajectory=trajectory, offset_ms=offset)
+                         trajectory=trajectory, offset_ms=offset, holder=holder)
     session.restore(ckpt["state"])
     session.add(RunResumed(checkpoint=ckpt["n"], step=ckpt["step"], phase=ckpt["phase"], dropped_events=dropped))
     return session

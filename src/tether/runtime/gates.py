@@ -10,6 +10,7 @@ the approval gate when the config has one, the ledger for side-effecting tools.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -146,18 +147,27 @@ class ApprovalsGate:
             session.add(ApprovalEvent(step=session.state.step, call_id=call.id, tool=call.name,  # type: ignore[arg-type]
                                       approval_id=approval_id, action=action, by=by, reason=reason, digest=digest[:16]))
 
-        # A decision made while the run was paused (tether approve), for exactly these arguments.
+        # A decision made while the run was paused (tether approve), for exactly these
+        # arguments and not yet used by another call; a pending one past its expiry denies.
         if store is not None:
+            store.expire_approvals(run_id)
             for a in store.approvals(run_id):
-                if a["digest"] == digest and a["tool"] == call.name and a["status"] in (
-                        "approved", "modified", "rejected", "escalated", "terminated"):
+                if a["digest"] != digest or a["tool"] != call.name or a.get("used"):
+                    continue
+                if a["status"] in ("approved", "modified", "rejected", "escalated", "terminated", "expired"):
                     return await self._apply(session, call, a["id"], a["status"], a.get("new_arguments"),
                                              a.get("decided_by") or "", a.get("note") or "", event, proceed)
+                if a["status"] == "pending":      # asked before the pause, still undecided: keep waiting
+                    why = f"awaiting approval {a['id']} for {call.name}: {rule.reason}"
+                    event("pending", a["id"], by="deferred", reason="still waiting for a human decision")
+                    raise RunStop(TerminalStatus.NEEDS_HUMAN, session.state.last_text, why, requeue=True,
+                                  result=ToolResult.failure(why, "awaiting_approval", source="approval"))
         request = ApprovalRequest(id=f"ap-{uuid.uuid4().hex[:10]}", run_id=run_id, tool=call.name,
                                   arguments=call.arguments, digest=digest, reason=rule.reason,
                                   affects=rule.affects(call.arguments) if rule.affects else "", step=session.state.step)
         if store is not None:
-            store.create_approval(request.id, run_id, call.name, call.arguments, digest, rule.reason)
+            store.create_approval(request.id, run_id, call.name, call.arguments, digest, rule.reason,
+                                  expires=time.time() + getattr(self.gate, "deferred_expiry_s", 86400.0))
         event("requested", request.id, reason=rule.reason)
         decision = await self.gate.ask(request)
         if decision.action == "pending":
@@ -176,13 +186,19 @@ class ApprovalsGate:
     async def _apply(self, session: Any, call: ToolCallRequest, approval_id: str, status: str,
                      new_arguments: dict | None, by: str, note: str, event: Any, proceed: Proceed) -> ToolResult:
         store = session.store
-        event(status, approval_id, by=by, reason=note)
+        event(status if status != "expired" else "expired", approval_id, by=by, reason=note)
+        if store is not None and not store.consume_approval(approval_id):   # a decision is good for one call
+            why = f"approval {approval_id} was already used; a new decision is needed"
+            return ToolResult.failure(why, "approval_consumed", source="approval")
         if status in ("approved", "modified"):
-            if store is not None and not store.consume_approval(approval_id):
-                why = f"approval {approval_id} was already used; a new decision is needed"
-                return ToolResult.failure(why, "approval_consumed", source="approval")
+            if not by:
+                why = f"approval {approval_id} does not say who decided; refusing to run {call.name}"
+                return ToolResult.failure(why, "approval_without_decider", source="approval")
             event("consumed", approval_id, by=by)
             return await proceed(dict(new_arguments) if status == "modified" and new_arguments else call.arguments)
+        if status == "expired":
+            return ToolResult.failure(f"approval {approval_id} expired before anyone decided: default deny",
+                                      "approval_expired", source="approval")
         if status == "rejected":
             return ToolResult.failure(f"人工拒绝执行 ({by}{': ' + note if note else ''})", "rejected",
                                       source="approval")

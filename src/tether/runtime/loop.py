@@ -71,6 +71,14 @@ async def drive(session: RunSession, agent: Any, task: AgentTask) -> RunResult:
     reply of every ending itself (plan mode writes it from the facts)."""
     error = kind = None
     try:
+        return await _drive(session, agent, task)
+    finally:
+        session.let_go()
+
+
+async def _drive(session: RunSession, agent: Any, task: AgentTask) -> RunResult:
+    error = kind = None
+    try:
         try:
             out = await agent.run(session, task)
         except RunStop as stop:

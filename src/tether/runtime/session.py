@@ -23,12 +23,14 @@ driver catches it and finishes the run. Nothing here is C4-specific.
 from __future__ import annotations
 
 import contextvars
+import os
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from ..errors import ModelFailure, RunAborted, RunStop, UsageError
+from ..errors import LeaseLost, ModelFailure, RunAborted, RunStop, UsageError
 from ..events import (
     AgentMessage,
     GuardTripped,
@@ -130,6 +132,41 @@ class RunState:
                    seen_ids=set(d["seen_ids"]), strategy=dict(d.get("strategy") or {}))
 
 
+# A run's lease outlives its holder by this long after the last checkpoint (a crashed
+# process's run can be resumed by another once it runs out).
+LEASE_TTL_S = 120.0
+
+# Sessions of this process still driving their run (a lease held by this pid but
+# not in here was left by a session that died with an exception).
+_DRIVING: set[str] = set()
+
+
+def new_holder() -> str:
+    return f"{os.getpid()}@{socket.gethostname()}/{uuid.uuid4().hex[:8]}"
+
+
+def take_lease(store: Any, run_id: str, holder: str) -> None:
+    """Take the run's lease for ``holder`` (raises RunBusy when another process drives it)."""
+    store.acquire_lease(run_id, holder, LEASE_TTL_S, stale=_stale_lease)
+    _DRIVING.add(holder)
+
+
+def _stale_lease(row: dict) -> bool:
+    """The lease's holder is gone: a dead process on this host, or a session of
+    this process that is no longer driving."""
+    if row["host"] != socket.gethostname():
+        return False
+    if row["pid"] == os.getpid():
+        return row["holder"] not in _DRIVING
+    try:
+        os.kill(row["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 _CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
 
 
@@ -157,7 +194,7 @@ class RunSession:
 
     def __init__(self, *, run_id: str, model_name: str, tools: ToolSet, config: RunConfig,
                  user: SimulatedUser | None = None, state: RunState | None = None,
-                 trajectory: Trajectory | None = None, offset_ms: float = 0.0):
+                 trajectory: Trajectory | None = None, offset_ms: float = 0.0, holder: str | None = None):
         self.run_id = run_id
         self.model_name = model_name
         self.tools = tools
@@ -176,6 +213,11 @@ class RunSession:
         self.finished: RunResult | None = None
         from .gates import default_gates
         self.gates = default_gates(self)
+        if holder is None:
+            holder = new_holder()
+            if self.store is not None:       # one process drives a run at a time
+                take_lease(self.store, run_id, holder)
+        self.holder = holder
         self._token = _CURRENT.set(self)
 
     # -- lifecycle ------------------------------------------------------------------
@@ -224,9 +266,13 @@ class RunSession:
         self._persisted = len(self.trajectory)
 
     def checkpoint(self, phase: str) -> None:
-        """One checkpoint per step boundary and per tool result (runs with a store)."""
+        """One checkpoint per step boundary and per tool result (runs with a store).
+        Renews the run's lease; a session that lost it stops (another process took over)."""
         if self.store is None:
             return
+        if not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
+            raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
+                            "another process took it over after it expired, so this one stops")
         batch = self.trajectory.events[self._persisted:]
         self.store.save_checkpoint(self.run_id, self.state.step, phase, len(self.trajectory), self.snapshot(),
                                    events=[(e.seq, e.model_dump(mode="json")) for e in batch])
@@ -258,12 +304,18 @@ class RunSession:
             self.flush()
             self.store.finish_run(self.run_id, status, reply, reason, digest=self.trajectory.digest(),
                                   error_kind=error_kind)
+            self.store.release_lease(self.run_id, self.holder)
+        self.let_go()
         self.finished = RunResult(self.trajectory, status, reply, error, error_kind)
         try:
             _CURRENT.reset(self._token)
         except ValueError:    # finished from another context (a framework's thread)
             _CURRENT.set(None)
         return self.finished
+
+    def let_go(self) -> None:
+        """This process stops driving the run (its lease is stale from now on if still held)."""
+        _DRIVING.discard(self.holder)
 
     # -- guards ---------------------------------------------------------------------
     def ctx(self) -> GuardContext:

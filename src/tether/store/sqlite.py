@@ -22,12 +22,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
+# Statements are split on ";" when migrating: keep semicolons out of the comments.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -97,7 +98,17 @@ CREATE TABLE IF NOT EXISTS approvals (
     note TEXT,
     new_arguments TEXT,
     created REAL NOT NULL,
-    decided REAL
+    decided REAL,
+    expires REAL,                    -- a pending approval not decided by then is expired (default deny)
+    used INTEGER NOT NULL DEFAULT 0  -- a decision applies to the one call it was given for
+);
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT PRIMARY KEY,         -- one process drives a run at a time
+    holder TEXT NOT NULL,            -- pid@host/nonce
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    acquired REAL NOT NULL,
+    expires REAL NOT NULL            -- renewed with every checkpoint: a crashed holder's lease runs out
 );
 """
 
@@ -107,6 +118,7 @@ _MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
     2: [("runs", "kind", "TEXT NOT NULL DEFAULT 'run'"), ("runs", "eval_id", "TEXT"),
         ("runs", "trial", "INTEGER NOT NULL DEFAULT 0"), ("runs", "guards", "TEXT NOT NULL DEFAULT 'off'"),
         ("runs", "digest", "TEXT"), ("runs", "error_kind", "TEXT")],
+    3: [("approvals", "expires", "REAL"), ("approvals", "used", "INTEGER NOT NULL DEFAULT 0")],
 }
 
 
@@ -154,10 +166,10 @@ class SQLiteStore:
             try:
                 existing = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if "runs" in existing:      # an older store: add the columns it lacks, then the new tables
-                    have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
                     for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
                         for table, column, definition in _MIGRATIONS.get(target, []):
-                            if column not in have:
+                            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                            if table in existing and column not in have:
                                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
@@ -333,27 +345,86 @@ class SQLiteStore:
         return [_effect(r) for r in self._rows("SELECT * FROM effects WHERE run_id=? ORDER BY created", (run_id,))]
 
     # -- approvals -----------------------------------------------------------------
-    def create_approval(self, approval_id: str, run_id: str, tool: str, arguments: dict, digest: str, reason: str) -> None:
-        self._tx("INSERT INTO approvals (id, run_id, tool, arguments, digest, reason, status, created) "
-                 "VALUES (?,?,?,?,?,?, 'pending', ?)", (approval_id, run_id, tool, _json(arguments), digest, reason, time.time()))
+    def create_approval(self, approval_id: str, run_id: str, tool: str, arguments: dict, digest: str, reason: str,
+                        expires: float | None = None) -> None:
+        self._tx("INSERT INTO approvals (id, run_id, tool, arguments, digest, reason, status, created, expires) "
+                 "VALUES (?,?,?,?,?,?, 'pending', ?, ?)",
+                 (approval_id, run_id, tool, _json(arguments), digest, reason, time.time(), expires))
 
-    def decide_approval(self, approval_id: str, status: str, decided_by: str, note: str = "",
-                        new_arguments: dict | None = None) -> None:
-        self._tx("UPDATE approvals SET status=?, decided_by=?, note=?, new_arguments=?, decided=? WHERE id=? AND status='pending'",
-                 (status, decided_by, note, _json(new_arguments) if new_arguments is not None else None, time.time(), approval_id))
-
-    def consume_approval(self, approval_id: str) -> bool:
-        """Mark a decided approval used; False when it was already consumed (it is good once)."""
+    def _change(self, sql: str, params: tuple) -> int:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._db.execute("UPDATE approvals SET status='consumed' WHERE id=? AND status IN ('approved','modified')",
-                                       (approval_id,))
+                cur = self._db.execute(sql, params)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return cur.rowcount == 1
+        return cur.rowcount
+
+    def decide_approval(self, approval_id: str, status: str, decided_by: str, note: str = "",
+                        new_arguments: dict | None = None) -> bool:
+        """Decide a pending, unexpired approval (compare-and-set): False when it was
+        already decided, expired or never existed; the caller lost and must say so."""
+        if not decided_by:
+            raise ValueError("an approval decision needs who decided")
+        now = time.time()
+        return self._change(
+            "UPDATE approvals SET status=?, decided_by=?, note=?, new_arguments=?, decided=? "
+            "WHERE id=? AND status='pending' AND (expires IS NULL OR expires > ?)",
+            (status, decided_by, note, _json(new_arguments) if new_arguments is not None else None, now,
+             approval_id, now)) == 1
+
+    def expire_approvals(self, run_id: str | None = None) -> int:
+        """Mark pending approvals past their expiry as expired (they then deny)."""
+        now = time.time()
+        sql = "UPDATE approvals SET status='expired', decided_by='expiry', decided=? " \
+              "WHERE status='pending' AND expires IS NOT NULL AND expires <= ?"
+        return self._change(sql + (" AND run_id=?" if run_id else ""), (now, now, run_id) if run_id else (now, now))
+
+    def consume_approval(self, approval_id: str) -> bool:
+        """Mark a decision used by the call it was given for; False when it was
+        already used (a decision is good once, a rejection included)."""
+        return self._change("UPDATE approvals SET used=1, status=CASE WHEN status IN ('approved','modified') "
+                            "THEN 'consumed' ELSE status END WHERE id=? AND used=0 AND status!='pending'",
+                            (approval_id,)) == 1
+
+    # -- leases: one process drives a run at a time ------------------------------------
+    def acquire_lease(self, run_id: str, holder: str, ttl: float = 120.0,
+                      stale: Callable[[dict], bool] | None = None) -> None:
+        """Take the run's lease, or raise RunBusy naming who holds it. A lease whose
+        holder stopped renewing it (a crash) is taken over once it expires, or at
+        once when ``stale(row)`` says its holder is gone (a dead pid on this host)."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT * FROM leases WHERE run_id=?", (run_id,)).fetchone()
+                if (row is not None and row["holder"] != holder and row["expires"] > now
+                        and not (stale is not None and stale(dict(row)))):
+                    self._db.execute("ROLLBACK")
+                    from ..errors import RunBusy
+
+                    raise RunBusy(run_id, row["pid"], row["host"], row["acquired"])
+                self._db.execute("INSERT OR REPLACE INTO leases (run_id, holder, pid, host, acquired, expires) "
+                                 "VALUES (?,?,?,?,?,?)", (run_id, holder, os.getpid(), _host(), now, now + ttl))
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    def renew_lease(self, run_id: str, holder: str, ttl: float = 120.0) -> bool:
+        """Extend the lease; False when this holder no longer has it (another process took over)."""
+        return self._change("UPDATE leases SET expires=? WHERE run_id=? AND holder=?",
+                            (time.time() + ttl, run_id, holder)) == 1
+
+    def release_lease(self, run_id: str, holder: str) -> None:
+        self._change("DELETE FROM leases WHERE run_id=? AND holder=?", (run_id, holder))
+
+    def lease(self, run_id: str) -> dict | None:
+        rows = self._rows("SELECT * FROM leases WHERE run_id=?", (run_id,))
+        return dict(rows[0]) if rows else None
 
     def approvals(self, run_id: str, status: str | None = None) -> list[dict]:
         sql = "SELECT * FROM approvals WHERE run_id=?" + (" AND status=?" if status else "") + " ORDER BY created"
@@ -362,6 +433,12 @@ class SQLiteStore:
     def get_approval(self, approval_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM approvals WHERE id=?", (approval_id,))
         return _approval(rows[0]) if rows else None
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
