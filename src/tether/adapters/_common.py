@@ -78,18 +78,17 @@ async def run_tool(session: RunSession, call_id: str, name: str, arguments: Any,
     """The body of every harness tool in every framework: the session's gates,
     guards, intercepts and recording; ask_user goes to the simulated user.
     RunStop propagates (the framework must not swallow it)."""
+    raw = None
+    if isinstance(arguments, str):
+        from ..models._http import parse_arguments
+
+        arguments, raw = parse_arguments(arguments)
     if name == ASK_USER and not real_ask_user:
         question = str((arguments or {}).get("question", "")).strip()
         answer = await session.ask_user(question)
         if answer is None:
             raise RunStop(TerminalStatus.AWAITING_USER, question, "question with no answer from the user")
         return answer
-    if isinstance(arguments, str):
-        from ..models._http import parse_arguments
-
-        args, raw = parse_arguments(arguments)
-        call = ToolCallRequest(id=call_id, name=name, arguments=args, raw_arguments=raw)
-    else:
-        call = ToolCallRequest(id=call_id, name=name, arguments=dict(arguments or {}))
+    call = ToolCallRequest(id=call_id, name=name, arguments=dict(arguments or {}), raw_arguments=raw)
     result = await session.tool(call)
     return result_text(result)
