@@ -78,6 +78,13 @@ class RunSession:
         rec.add(RunStarted(run_id=run_id, model=model_name, case_id=case_id, trial=trial, tools=tools.names(),
                            guards=config.guards_label, meta=dict(config.meta)))
         loop = _Loop(_FinisherModel(model_name), tools, user, config, rec, [])
+        finish_up = loop._finish_up
+
+        async def maybe_finish_up(verdict: Verdict) -> str:
+            # a session with no model (the MCP proxy) has nobody to ask for a final answer
+            return await finish_up(verdict) if loop.model.finisher is not None else ""
+
+        loop._finish_up = maybe_finish_up  # type: ignore[method-assign]
         return cls(loop, rec)
 
     @property

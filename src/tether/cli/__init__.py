@@ -8,6 +8,7 @@ from . import case as case_cmd
 from . import diff as diff_cmd
 from . import eval as eval_cmd
 from . import guard_check as guard_check_cmd
+from . import guard_mcp as guard_mcp_cmd
 from . import review as review_cmd
 from . import resume as resume_cmd
 from . import run as run_cmd
@@ -40,6 +41,7 @@ app.command("score", help=score_cmd.HELP, no_args_is_help=True)(score_cmd.score_
 app.add_typer(review_cmd.app, name="review")
 app.command("diff", help=diff_cmd.HELP, no_args_is_help=True)(diff_cmd.diff_command)
 app.add_typer(diff_cmd.baseline_app, name="baseline")
+app.add_typer(guard_mcp_cmd.app, name="guard")
 
 
 def main() -> None:
