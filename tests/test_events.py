@@ -27,7 +27,7 @@ def test_trace_round_trips_as_utf8_jsonl(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert "查一下订单" in text and "\\u" not in text
     first = json.loads(text.splitlines()[0])
-    assert first["type"] == "run_started" and first["version"] == 1
+    assert first["type"] == "run_started" and first["version"] == 2
     again = Trajectory.load(path)
     assert [e.model_dump() for e in again] == [e.model_dump() for e in result.trajectory]
 

@@ -4,16 +4,38 @@ Three families are kept apart (see STYLE.md item 5)::
 
     TetherError
     ├── UsageError                 misuse by the developer: fix your code or file
-    │   ├── CaseFileError          a case / results / trace file that does not load
+    │   ├── CaseFileError          a case / results / trace / store file that does not load
     │   ├── UnknownModelSpec       a model spec string nobody understands
     │   ├── ModelRequestsForbidden a real model was asked while requests are off
-    │   └── ScriptExhausted        a scripted double was called once too often
-    │       ScriptLeftover         ... or not often enough (checked at teardown)
+    │   ├── ScriptExhausted        a scripted double was called once too often
+    │   ├── ScriptLeftover         ... or not often enough (checked at teardown)
+    │   ├── UnmappedRequest        a mapping model got a request it has no answer for
+    │   ├── UnusedMappings         ... or ended with answers nobody asked for
+    │   └── CassetteNotFound       replay-only mode and no cassette on disk
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   └── ModelFailure           the model seam raised or answered garbage
-    └── LoopSignal                 internal signals the run loop uses (never leak)
+    │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    └── LoopSignal                 signals between the run loop, its gates and its callers
+        ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
+        └── RunAborted             the run must not go on; the loop records it and re-raises
+            └── Mismatch           replay: the run departed from its recording (also an AssertionError)
+                ├── ModelRequestMismatch
+                ├── ToolNameMismatch
+                ├── ToolArgumentsMismatch
+                ├── ToolCallCountMismatch
+                ├── ToolResultMismatch
+                ├── TerminalStateMismatch
+                ├── SemanticOutputMismatch
+                └── UserReplyMismatch
 
+Every class above is defined in this module or in the module named in its
+docstring, and a test compares this tree with the classes the package defines.
 Errors carry structured fields and numbers, not just words.
+
+Error kinds (``RunFinished.error_kind``): ``infrastructure`` (a model, judge or
+simulator could not be reached or kept failing: never agent behaviour),
+``harness`` (tether or a tool implementation raised), ``misuse`` (a UsageError),
+``aborted`` (a RunAborted signal such as a replay mismatch).
 """
 
 from __future__ import annotations
@@ -105,12 +127,39 @@ class RunFailure(TetherError):
 
 
 class ModelFailure(RunFailure):
-    def __init__(self, model: str, step: int, detail: str):
+    """The model seam raised. ``infrastructure`` is true when the cause was the
+    wire (connection refused, timeouts, 5xx, retries exhausted), not the model."""
+
+    infrastructure: bool = False
+
+    def __init__(self, model: str, step: int, detail: str, *, infrastructure: bool | None = None):
         self.model = model
         self.step = step
         self.detail = detail
+        if infrastructure is not None:
+            self.infrastructure = infrastructure
         super().__init__(f"model {model!r} failed at step {step}: {detail}")
 
 
 class LoopSignal(TetherError):
-    """Signals between the run loop and its guards; never raised to users."""
+    """Signals between the run loop, its gates and whoever drives it."""
+
+
+class RunStop(LoopSignal):
+    """A guard or a gate ended the run. tether's loop catches it and finishes the
+    run with ``status``; a framework adapter lets it propagate out of the
+    framework's own loop and the harness finishes the run the same way."""
+
+    def __init__(self, status, reply: str, reason: str, verdict=None, *, result=None, requeue: bool = False):
+        self.status = status
+        self.reply = reply
+        self.reason = reason
+        self.verdict = verdict      # the guard's Verdict, when a guard stopped the run
+        self.result = result        # the tool result to record, when a gate stopped it at a tool call
+        self.requeue = requeue      # the call is asked again when the run resumes (a pending approval)
+        super().__init__(f"run stopped ({status}): {reason}")
+
+
+class RunAborted(LoopSignal):
+    """The run must not go on and the caller must know: the loop records a
+    ``run_finished`` (status ``error``, kind ``aborted``) and re-raises."""

@@ -1,13 +1,31 @@
 """The event spine: everything that happens in a run, in one ordered stream.
 
-Guards read events, the trace store persists them, scorers compute over them,
-replay and diffs compare them. A trace file is JSON Lines: one event per line,
-UTF-8 as is, the first line a ``run_started`` event carrying the format
-``version``.
+Guards read events, the store persists them, scorers compute over them,
+replay and diffs compare them, the cassette and the checkpoint are built
+from them. A trace file is JSON Lines: one event per line, UTF-8 as is, the
+first line a ``run_started`` event carrying the format ``version``.
+
+Format version 2 makes the record complete (docs/events.md is the reference,
+``tether/schemas/trace.schema.json`` the schema):
+
+* ``run_started`` carries the tool specs offered (once per run) and the run's
+  kind (run / eval / replay / cassette / import / mcp) and eval id;
+* ``model_request`` carries what the model was sent: the messages as a delta
+  against the previous request of the same ``role`` (``keep`` messages kept,
+  then ``messages`` appended), the tool names and the request parameters;
+* ``model_decision`` carries what came back: decision, usage (tokens, cost),
+  latency;
+* ``role`` tells the agent's own requests from the judge's, the simulated
+  user's and a drift check's, so their cost is kept apart;
+* ``run_finished`` carries an ``error_kind`` (infrastructure, harness,
+  misuse, aborted) when the run ended in ``error``.
+
+Version 1 traces (no messages, no specs) still load.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -16,10 +34,13 @@ from typing import Annotated, Any, Iterable, Iterator, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .errors import CaseFileError, FileLocation
-from .messages import DecisionKind, ToolCallRequest, Usage, canonical_json
+from .messages import DecisionKind, Message, ToolCallRequest, ToolSpec, Usage, canonical_json
 from .status import TerminalStatus
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+
+RequestRole = Literal["agent", "judge", "user", "drift", "review"]
+RunKind = Literal["run", "eval", "replay", "cassette", "import", "mcp", "plan"]
 
 
 class _Event(BaseModel):
@@ -39,6 +60,9 @@ class RunStarted(_Event):
     tools: list[str] = Field(default_factory=list)
     guards: str = "off"
     meta: dict[str, Any] = Field(default_factory=dict)
+    kind: RunKind = "run"
+    eval_id: str | None = None
+    tool_specs: list[ToolSpec] = Field(default_factory=list)   # what the model is offered, once per run
 
 
 class UserMessage(_Event):
@@ -58,11 +82,20 @@ class AgentMessage(_Event):
 
 
 class ModelRequestEvent(_Event):
+    """What the model was sent. The full message list is the previous request's
+    (same ``role``) first ``keep`` messages followed by ``messages``
+    (:meth:`Trajectory.request_messages` rebuilds it)."""
+
     type: Literal["model_request"] = "model_request"
     step: int
     message_count: int
     tools: list[str] = Field(default_factory=list)
     request_hash: str = ""
+    role: RequestRole = "agent"
+    model: str = ""
+    keep: int = 0
+    messages: list[Message] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class ModelDecisionEvent(_Event):
@@ -72,6 +105,8 @@ class ModelDecisionEvent(_Event):
     tool_calls: list[ToolCallRequest] = Field(default_factory=list)
     text: str = ""
     usage: Usage = Field(default_factory=Usage)
+    role: RequestRole = "agent"
+    latency_ms: float = 0.0
 
 
 class ToolCallEvent(_Event):
@@ -151,9 +186,10 @@ class RunFinished(_Event):
     status: TerminalStatus
     reply: str = ""
     steps: int = 0
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(default_factory=Usage)     # the agent's own requests only
     error: str | None = None
     reason: str = ""
+    error_kind: Literal["infrastructure", "model", "harness", "misuse", "aborted"] | None = None
 
 
 Event = Annotated[
@@ -272,11 +308,40 @@ class Trajectory:
     def guard_trips(self, guard: str | None = None) -> list[GuardTripped]:
         return [e for e in self.of_type(GuardTripped) if guard is None or e.guard == guard]
 
-    def usage(self) -> Usage:
+    def usage(self, role: str | None = "agent") -> Usage:
+        """Usage of the requests of ``role`` (``None``: every request)."""
         total = Usage()
         for d in self.of_type(ModelDecisionEvent):
-            total = total + d.usage
+            if role is None or d.role == role:
+                total = total + d.usage
         return total
+
+    def request_messages(self, request: ModelRequestEvent) -> list[Message]:
+        """The full message list of a recorded request, rebuilt from the deltas."""
+        previous: dict[str, list[Message]] = {}
+        for e in self.events:
+            if isinstance(e, ModelRequestEvent):
+                full = previous.get(e.role, [])[:e.keep] + list(e.messages)
+                if e is request:
+                    return full
+                previous[e.role] = full
+        raise ValueError("that request is not in this trajectory")
+
+    def requests(self, role: str | None = "agent") -> list[tuple[ModelRequestEvent, list[Message]]]:
+        """Every request of ``role`` with its full message list."""
+        out: list[tuple[ModelRequestEvent, list[Message]]] = []
+        previous: dict[str, list[Message]] = {}
+        for e in self.events:
+            if isinstance(e, ModelRequestEvent):
+                full = previous.get(e.role, [])[:e.keep] + list(e.messages)
+                previous[e.role] = full
+                if role is None or e.role == role:
+                    out.append((e, full))
+        return out
+
+    def digest(self) -> str:
+        """sha256 of the canonical events: what results and exports pin a run by."""
+        return events_digest(e.model_dump(mode="json") for e in self.events)
 
     # -- files ------------------------------------------------------------
     def to_jsonl(self) -> str:
@@ -321,6 +386,24 @@ class Trajectory:
     def load(cls, path: str | Path) -> "Trajectory":
         path = Path(path)
         return cls.from_jsonl(path.read_text(encoding="utf-8"), path=str(path))
+
+
+def events_digest(events: Iterable[dict[str, Any]]) -> str:
+    h = hashlib.sha256()
+    for e in events:
+        h.update(canonical_json(e).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def message_delta(previous: list[Message], current: list[Message]) -> tuple[int, list[Message]]:
+    """(messages of ``previous`` kept as a prefix, messages appended after them)."""
+    keep = 0
+    for a, b in zip(previous, current):
+        if a != b:
+            break
+        keep += 1
+    return keep, list(current[keep:])
 
 
 def _names(tool: str | Iterable[str] | None) -> set[str] | None:

@@ -8,7 +8,7 @@ fields, found again by the ticket tool's status query. Kill points are places
 where this process SIGKILLs itself: inside the model before a decision
 (model:N), inside a tool before or after its external write (TOOL:before /
 TOOL:after), after a tool returned but before the run loop recorded it
-(layer:TOOL), and right after the Nth event was persisted (event:N).
+(layer:TOOL), and right after the batch holding the Nth event was persisted (event:N).
 """
 
 from __future__ import annotations
@@ -114,9 +114,19 @@ def decide(request):
 
 
 class KillingStore(SQLiteStore):
-    def append_event(self, run_id, seq, event):
-        super().append_event(run_id, seq, event)
-        maybe_die(f"event:{seq}")
+    """Dies right after the batch holding event N was persisted (events are
+    written with each checkpoint, and at the end of the run)."""
+
+    def append_events(self, run_id, events):
+        super().append_events(run_id, events)
+        for seq, _ in events:
+            maybe_die(f"event:{seq}")
+
+    def save_checkpoint(self, run_id, step, phase, event_count, state, events=()):
+        n = super().save_checkpoint(run_id, step, phase, event_count, state, events)
+        for seq, _ in events:
+            maybe_die(f"event:{seq}")
+        return n
 
 
 async def main(mode: str, store_path: str, ext_path: str, run_id: str) -> int:

@@ -239,3 +239,38 @@ async def test_model_error_ends_as_error_and_misuse_raises_with_trajectory():
     with pytest.raises(ScriptExhausted) as info:
         await run_plan_execute_review(ScriptedModel([]), shop(), GOAL)
     assert info.value.trajectory.finished.reason == "misuse"
+
+
+async def test_two_plan_runs_against_one_store_each_perform_their_own_side_effect(tmp_path):
+    """Each plan run records its ledger under its own run id: the second,
+    independent refund is sent, not answered from the first run's ledger."""
+    from tether.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "t.db")
+    refunds: list[str] = []
+
+    @tool(description="发起退款", side_effect=True)
+    def create_refund(order_id: str, amount: int):
+        refunds.append(order_id)
+        return {"refund_id": f"R{len(refunds)}", "status": "submitted"}
+
+    @tool(description="查询订单")
+    def get_order(order_id: str):
+        return {"order_id": order_id, "status": "paid", "amount": 19900}
+
+    @tool(description="检查退款资格")
+    def check_refund(order_id: str):
+        return {"order_id": order_id, "eligible": True}
+
+    tools = ToolSet([get_order, check_refund, create_refund])
+    results = [await run_plan_execute_review(planner(), tools, GOAL, config=RunConfig(store=store)) for _ in range(2)]
+    assert [r.status for r in results] == [TerminalStatus.SUCCEEDED, TerminalStatus.SUCCEEDED]
+    assert refunds == ["A100", "A100"]
+    ids = [r.run_id for r in results]
+    assert ids[0] != ids[1]
+    for run_id in ids:
+        assert [e["status"] for e in store.effects(run_id)] == ["done"]
+        assert store.get_run(run_id)["status"] == "succeeded"
+    from tether.events import SideEffectEvent
+    statuses = [e.status for r in results for e in r.trajectory.of_type(SideEffectEvent)]
+    assert "replayed" not in statuses

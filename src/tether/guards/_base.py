@@ -10,8 +10,7 @@ after each tool result, and on the final answer. Verdicts:
 * ``stop``: the run ends with ``verdict.status`` (e.g. ``loop_aborted``). With
   ``finish_up`` the model gets one last request without tools to write its
   final answer (done / not done / why) instead of the run ending mid-air.
-* ``escalate``: a human decides; until approval gates exist the run ends as
-  ``needs_human``.
+* ``escalate``: a human decides; the run ends as ``needs_human``.
 
 Composition order: guards run in the order given; at each point every guard is
 asked, hints accumulate, and the first block / stop / escalate wins (later
@@ -24,8 +23,11 @@ so a run can be checkpointed and resumed with its guards.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Awaitable, Literal, Protocol, Sequence, runtime_checkable
+
+from ..errors import UsageError
 
 from ..events import ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, ToolSpec, Usage
@@ -58,9 +60,79 @@ class GuardContext:
     tools: list[ToolSpec] = field(default_factory=list)
 
 
+HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_final", "on_stop", "pinned", "state",
+         "load_state")
+
+
 @runtime_checkable
 class Guard(Protocol):
+    """The gate protocol: every hook is declared here and the run loop calls each
+    one directly. Subclass :class:`BaseGuard` and override what you need; a hook
+    may be a plain or an ``async`` method."""
+
     name: str
+
+    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None | Awaitable[Verdict | None]: ...
+
+    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None | Awaitable[Verdict | None]: ...
+
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None | Awaitable[Verdict | None]: ...
+
+    def after_tool(self, ctx: GuardContext, call: ToolCallRequest,
+                   result: ToolResultEvent) -> Verdict | None | Awaitable[Verdict | None]: ...
+
+    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None | Awaitable[Verdict | None]: ...
+
+    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str: ...
+
+    def pinned(self, ctx: GuardContext) -> list[str]: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def load_state(self, state: dict[str, Any]) -> None: ...
+
+
+def check_guards(guards: Sequence[Any]) -> None:
+    """Refuse, before a run starts, a guard that does not implement the protocol."""
+    for g in guards:
+        missing = [h for h in HOOKS if not callable(getattr(g, h, None))]
+        if missing or not isinstance(getattr(g, "name", None), str):
+            what = ", ".join(missing) if missing else "a str `name`"
+            raise UsageError(f"guard {g!r} does not implement the Guard protocol (missing {what}); "
+                             "subclass tether.guards.BaseGuard and override the hooks you need")
+
+
+@dataclass(frozen=True)
+class Trip:
+    guard: Any
+    verdict: Verdict
+
+
+class GuardChain:
+    """Asks guards at one hook, in order: hints accumulate, the first block /
+    stop / escalate wins and later guards are not asked. The live run loop and
+    offline ``guard-check`` both ask through this one function."""
+
+    def __init__(self, guards: Sequence[Any]):
+        check_guards(guards)
+        self.guards = tuple(guards)
+
+    async def ask(self, hook: str, ctx: GuardContext, *args: Any) -> tuple[list[Trip], Trip | None]:
+        trips: list[Trip] = []
+        for guard in self.guards:
+            verdict = getattr(guard, hook)(ctx, *args)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict is None:
+                continue
+            trip = Trip(guard, verdict)
+            trips.append(trip)
+            if verdict.action != "hint":
+                return trips, trip
+        return trips, None
+
+    def pinned(self, ctx: GuardContext) -> list[str]:
+        return [text for g in self.guards for text in g.pinned(ctx)]
 
 
 class BaseGuard:

@@ -95,8 +95,11 @@ class ProviderFailure(ModelFailure):
 
     ``reason`` is one of ``rate_limited``, ``server_error``, ``client_error``,
     ``timeout``, ``connection``, ``not_json``, ``wrong_content_type``,
-    ``bad_body``, ``retry_after_too_long``.
+    ``bad_body``, ``retry_after_too_long``. Always infrastructure: the provider
+    could not be reached or kept failing, which says nothing about the agent.
     """
+
+    infrastructure = True
 
     def __init__(self, model: str, step: int, detail: str, *, reason: str, status: int | None = None,
                  attempts: int = 1, retries: int = 0, waited_s: float = 0.0):

@@ -22,7 +22,7 @@ import difflib
 import json
 from typing import Any
 
-from ..errors import TetherError
+from ..errors import RunAborted
 
 
 def _pretty(value: Any) -> str:
@@ -53,7 +53,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-class Mismatch(TetherError, AssertionError):
+class Mismatch(RunAborted, AssertionError):
+    """The run departed from its recording (a RunAborted signal: the loop records it and re-raises)."""
+
     kind = "Mismatch"
 
     def __init__(self, step: int | None, expected: Any, actual: Any, *, detail: str = "", rule: str = ""):

@@ -14,10 +14,10 @@ played. ``loose`` replay matches model requests by canonical hash and tool
 calls by name and key arguments, in any order, and tolerates leftovers.
 
 The run loop turns a model's or a tool layer's exception into an ``error``
-ending, except :class:`~tether.errors.UsageError`, which it records and
-re-raises. So a mismatch is raised as its own type *and* a UsageError
-(:func:`escalate`): ``pytest.raises(ToolArgumentsMismatch)`` works around
-``run_agent``. A tool layer cannot raise through the tool seam, so it records
+ending, except misuse (:class:`~tether.errors.UsageError`) and
+:class:`~tether.errors.RunAborted` signals, which it records and re-raises.
+A mismatch is a RunAborted signal, so ``pytest.raises(ToolArgumentsMismatch)``
+works around ``run_agent``. A tool layer cannot raise through the tool seam, so it records
 the mismatch, answers with a ``replay_mismatch`` error result, and the next
 model request (or the final check) raises it.
 """
@@ -29,7 +29,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-from ..errors import UsageError
 from ..events import Trajectory
 from ..messages import canonical_json
 from ..models import ModelRequest, ModelResponse
@@ -57,21 +56,6 @@ class UserReplyMismatch(Mismatch):
     kind = "UserReply"
 
 
-_ESCALATING: dict[type[Mismatch], type[Mismatch]] = {}
-
-
-def escalate(m: Mismatch) -> Mismatch:
-    """The same mismatch, typed also as UsageError so the run loop re-raises it."""
-    if isinstance(m, UsageError):
-        return m
-    cls = type(m)
-    sub = _ESCALATING.get(cls)
-    if sub is None:
-        sub = type(cls.__name__, (cls, UsageError), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
-        _ESCALATING[cls] = sub
-    return sub(m.step, m.expected, m.actual, detail=m.detail, rule=m.rule)
-
-
 def _plain(value: Any) -> Any:
     return json.loads(canonical_json(value))
 
@@ -95,7 +79,7 @@ class ReplayState:
 
     def raise_pending(self) -> None:
         if self.mismatches:
-            raise escalate(self.mismatches[0])
+            raise (self.mismatches[0])
 
     def set_step(self, step: int) -> None:
         self.step = step
@@ -132,7 +116,7 @@ class ReplayModel:
         if index is None:
             if st.recorder is not None:      # new_episodes: ask the live model, record it
                 return await st.recorder.model.request(request)
-            raise escalate(st.fail(mismatch or self._beyond(request.step, live, len(st.model_used))))
+            raise (st.fail(mismatch or self._beyond(request.step, live, len(st.model_used))))
         st.model_used.append(index)
         rec = self.recorded[index]
         return ModelResponse(decision=rec.response.decision, usage=rec.response.usage)
@@ -329,13 +313,13 @@ class ReplayUser:
         pos = len(st.user_used)
         rule = f"{self.match} replay of the simulated user's replies, in order"
         if pos >= n:
-            raise escalate(st.fail(UserReplyMismatch(
+            raise (st.fail(UserReplyMismatch(
                 st.step, f"(no question: the recording has {n} simulated-user reply(ies))", question, rule=rule,
                 detail=f"the agent asked the simulated user {pos + 1} time(s); the recording has {n}")))
         rec = self.recorded[pos]
         ws = self.canon.whitespace
         if self.match == "strict" and normalize_text(rec.question, ws) != normalize_text(question, ws):
-            raise escalate(st.fail(UserReplyMismatch(
+            raise (st.fail(UserReplyMismatch(
                 st.step, rec.question, question, rule=rule,
                 detail=f"question {pos + 1} to the simulated user differs from the recording")))
         st.user_used.append(pos)

@@ -145,6 +145,11 @@ class Redactor:
         if isinstance(value, list):
             return [self.redact(v, skip_keys=skip) for v in value]
         if isinstance(value, str):
+            nested = _embedded_json(value)
+            if nested is not None:      # a tool result as the model saw it: JSON inside a message
+                from ..messages import canonical_json
+
+                return canonical_json(self.redact(nested, skip_keys=skip))
             return self.text(value)
         return value
 
@@ -237,10 +242,27 @@ def _scan_document(text: str, label: str, include_pii: bool) -> list[SecretFindi
             for i, v in enumerate(value):
                 walk(v, f"{path}[{i}]")
         elif isinstance(value, str):
-            found.extend(_scan_text(value, f"{label} {path}", include_pii))
+            nested = _embedded_json(value)
+            if nested is not None:
+                walk(nested, path)
+            else:
+                found.extend(_scan_text(value, f"{label} {path}", include_pii))
 
     walk(doc, "$")
     return found
+
+
+def _embedded_json(text: str) -> Any:
+    """A JSON object or array carried inside a string (what a model is sent as a
+    tool result), parsed; None for any other string."""
+    stripped = text.strip()
+    if len(stripped) < 2 or stripped[0] not in "{[" or stripped[-1] not in "}]" or len(stripped) > 1_000_000:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def _scan_text(text: str, label: str, include_pii: bool) -> list[SecretFinding]:

@@ -1,7 +1,19 @@
-"""The guarded run loop."""
+"""The guarded run: one session object, one driver, agents on top.
 
-from .runner import RunConfig, RunResult, SimulatedUser, Turn, run_agent, run_agent_sync
-from .plan import PlanRunResult, PlanStep, run_plan_execute_review, run_plan_execute_review_sync
+* :class:`RunSession`: a run in progress (record, state, guards, gates);
+  tether's loop and every framework adapter drive it.
+* :func:`run_agent`: tether's own loop around a Model; :func:`run_task`:
+  any agent under test (:class:`Agent`) on a task.
+* :func:`run_plan_execute_review`: the plan-execute-review agent.
+"""
 
-__all__ = ["RunConfig", "RunResult", "SimulatedUser", "Turn", "run_agent", "run_agent_sync",
-           "PlanRunResult", "PlanStep", "run_plan_execute_review", "run_plan_execute_review_sync"]
+from ..errors import RunStop
+from .loop import Agent, AgentTask, LoopAgent, drive
+from .plan import PlanExecuteReview, PlanRunResult, PlanStep, run_plan_execute_review, run_plan_execute_review_sync
+from .runner import run_agent, run_agent_sync, run_task
+from .session import RunConfig, RunResult, RunSession, RunState, SimulatedUser, Turn, current_session, side_request
+
+__all__ = ["Agent", "AgentTask", "LoopAgent", "PlanExecuteReview", "PlanRunResult", "PlanStep", "RunConfig",
+           "RunResult", "RunSession", "RunState", "RunStop", "SimulatedUser", "Turn", "current_session", "drive",
+           "run_agent", "run_agent_sync", "run_plan_execute_review", "run_plan_execute_review_sync", "run_task",
+           "side_request"]

@@ -14,11 +14,14 @@
    criterion proven -> ``succeeded``, some missing -> ``partial``. An optional
    reviewer model's JSON verdict is recorded but never overrides the evidence.
 
-Unlike the run loop: no finish-up request and no ``on_stop`` / ``on_final``
-hooks, since tether writes the reply from the facts (done / not done / why);
-hints are recorded but only the reviewer sees them; arguments are static (a
-step cannot use an earlier step's result). Model requests (plan, review) ask
-before_model / after_model; each model request and each plan step is one step.
+It is an agent (:class:`PlanExecuteReview`) run by the same driver on the
+same :class:`~tether.runtime.session.RunSession` as the run loop, not a
+variant of it. Unlike the loop agent: no finish-up request and no ``on_final``
+check, since tether writes the reply from the facts (done / not done / why);
+arguments are static (a step cannot use an earlier step's result). Model
+requests (plan, review) ask before_model / after_model; each model request
+and each plan step is one step; the reviewer's requests are recorded with
+role ``review``.
 """
 
 from __future__ import annotations
@@ -26,22 +29,21 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ModelFailure, UsageError
-from ..events import ModelDecisionEvent, ModelRequestEvent, RunFinished, RunStarted, Trajectory, UserMessage
-from ..guards import Verdict
+from ..errors import RunAborted, RunStop, UsageError
+from ..events import Trajectory, UserMessage
 from ..guards.goal import GoalSpec, evidence_for
 from ..guards.result import verify_result
 from ..messages import Message, ToolCallRequest, canonical_json
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
 from ..tools import ToolSet
-from .runner import RunConfig, _Ending, _Loop, _Recorder
+from .loop import AgentTask, Ending, drive
+from .session import RunConfig, RunSession, side_request
 
 PLAN_PROMPT = """把任务拆成有序步骤，每步含：动作、工具、参数、验收标准、结果必须包含的字段。
 只能使用下列工具：
@@ -148,99 +150,78 @@ def _parse_plan(text: str, tools: ToolSet) -> tuple[list[PlanStep], str | None]:
     return steps, None
 
 
-class _PlanLoop(_Loop):
-    """The run loop's recorder and guard plumbing, driven by a plan."""
+class PlanExecuteReview:
+    """Plan-execute-review as an agent on the same session and driver as the
+    run loop (see the module docstring). Its plan lives in the run state, so a
+    checkpoint carries it."""
 
-    def __init__(self, model: Model, tools: ToolSet, config: RunConfig, rec: _Recorder, goal: GoalSpec,
-                 reviewer: Model | None):
-        super().__init__(model, tools, None, config, rec, [])
-        self.goal, self.reviewer = goal, reviewer
+    def __init__(self, model: Model, goal: GoalSpec, reviewer: Model | None = None):
+        self.model, self.goal, self.reviewer = model, goal, reviewer
+        self.name = getattr(model, "name", type(model).__name__)
         self.plan: list[PlanStep] = []
         self.done: list[PlanStep] = []
         self.failed_step: int | None = None
         self.review: dict[str, Any] | None = None
+        self.where = ""
 
-    async def _end(self, verdict: Verdict) -> _Ending:
+    async def stopped(self, session: RunSession, stop: RunStop) -> Ending:
         """A guard ended the run: no finish-up request, the reply is written from facts."""
-        if verdict.action == "escalate":
-            return TerminalStatus.NEEDS_HUMAN, "", verdict.message
-        return verdict.status or TerminalStatus.LOOP_ABORTED, "", verdict.message
+        return stop.status, "", f"{self.where} stopped by {getattr(session.stopped_by, 'name', 'guard')}: {stop.reason}"
 
-    def _stopped(self, ending: _Ending, where: str) -> tuple[TerminalStatus, str]:
-        return ending[0], f"{where} stopped by {getattr(self._tripped_by, 'name', 'guard')}: {ending[2]}"
-
-    async def _ask(self, model: Model, messages: list[Message]) -> tuple[str, _Ending | None]:
+    async def _ask(self, session: RunSession, model: Model, messages: list[Message]) -> str:
         """One model request without tools, recorded and guarded like the run loop's."""
-        self.step += 1
-        pinned = self._pinned()
-        if pinned:
-            messages.insert(0, Message(role="system", content="\n".join(pinned)))
-        if self.pending_hints:
-            messages.append(Message(role="system", content="\n".join(self.pending_hints)))
-        request = ModelRequest(messages=messages, tools=[], step=self.step)
-        verdict = await self._ask_guards("before_model", request)
-        if verdict:
-            return "", await self._end(verdict)
-        self.pending_hints.clear()
-        self.rec.add(ModelRequestEvent(step=self.step, message_count=len(messages), tools=[],
-                                       request_hash=request.canonical_hash()))
-        name = getattr(model, "name", "model")
-        try:
-            response = await model.request(request)
-        except UsageError:
-            raise
-        except Exception as exc:
-            raise ModelFailure(name, self.step, f"{type(exc).__name__}: {exc}") from exc
-        self.model_calls += 1
-        self.usage = self.usage + response.usage
-        d = response.decision
-        self.rec.add(ModelDecisionEvent(step=self.step, kind=d.kind, tool_calls=d.tool_calls, text=d.text,
-                                        usage=response.usage))
-        verdict = await self._ask_guards("after_model", response)
-        return d.text, (await self._end(verdict) if verdict else None)
+        request = await session.before_model(ModelRequest(messages=messages, tools=[]))
+        role = "agent" if model is self.model else "review"
+        if role == "agent":
+            return (await session.request_model(model, request)).text
+        response = await side_request(model, request, role="review")
+        await session.after_model(response)
+        return response.decision.text
 
-    async def run_plan(self) -> tuple[TerminalStatus, str]:
+    async def run(self, session: RunSession, task: AgentTask) -> Ending:
+        tools = session.tools
         tool_list = "\n".join(f"- {s.name}: {s.description} 参数: {canonical_json(s.parameters)}"
-                              + ("（有副作用）" if s.side_effect else "") for s in self.specs)
-        messages = [Message(role="system", content=self.config.system_prompt)] if self.config.system_prompt else []
+                              + ("（有副作用）" if s.side_effect else "") for s in session.specs)
+        messages = [Message(role="system", content=task.system_prompt)] if task.system_prompt else []
         messages += [Message(role="system", content=PLAN_PROMPT.format(tools=tool_list)),
                      Message(role="user", content=self.goal.render())]
-        text, ending = await self._ask(self.model, messages)
-        if ending:
-            return self._stopped(ending, "planning")
-        self.plan, problem = _parse_plan(text, self.tools)
+        self.where = "planning"
+        text = await self._ask(session, self.model, messages)
+        self.plan, problem = _parse_plan(text, tools)
         if problem:
-            return TerminalStatus.FAILED, problem
-        if len(self.plan) > self.config.max_steps:
-            return TerminalStatus.STEP_LIMIT, f"the plan has {len(self.plan)} steps; step cap {self.config.max_steps}"
+            return TerminalStatus.FAILED, "", problem
+        if len(self.plan) > task.max_steps:
+            return TerminalStatus.STEP_LIMIT, "", f"the plan has {len(self.plan)} steps; step cap {task.max_steps}"
 
         for s in self.plan:
-            self.step += 1
+            session.state.step += 1
+            self.where = f"step {s.step} ({s.action})"
             call = ToolCallRequest(id=f"plan_step_{s.step}", name=s.tool, arguments=s.arguments)
-            ending = await self._tool(call)
-            if ending:
+            try:
+                result = await session.tool(call)
+            except RunStop:
                 self.failed_step = s.step
-                return self._stopped(ending, f"step {s.step} ({s.action})")
-            result = next(r for r in reversed(self.rec.trajectory.tool_results()) if r.call_id == call.id)
-            problem = verify_result(result, s.expect_fields)
+                raise
+            recorded = next(r for r in reversed(session.trajectory.tool_results()) if r.call_id == call.id)
+            problem = verify_result(recorded, s.expect_fields)
             if problem:
                 self.failed_step = s.step
-                return TerminalStatus.FAILED, f"step {s.step} ({s.action}) failed: {problem}"
+                return TerminalStatus.FAILED, "", f"step {s.step} ({s.action}) failed: {problem}"
             self.done.append(s)
+            del result
 
-        evidence = evidence_for(self.goal, self.rec.trajectory)
+        evidence = evidence_for(self.goal, session.trajectory)
         missing = [a for a, proof in evidence.items() if proof is None]
         if self.reviewer is not None:
-            ending = await self._review(self.reviewer, missing)
-            if ending:
-                return self._stopped(ending, "review")
+            self.where = "review"
+            await self._review(session, self.reviewer, missing)
         if missing:
             proven = f"{len(evidence) - len(missing)} of {len(evidence)} acceptance criteria proven"
-            return TerminalStatus.PARTIAL, f"partially complete: no evidence for {', '.join(missing)} ({proven})"
-        return TerminalStatus.SUCCEEDED, f"all {len(evidence)} acceptance criteria proven"
+            return TerminalStatus.PARTIAL, "", f"partially complete: no evidence for {', '.join(missing)} ({proven})"
+        return TerminalStatus.SUCCEEDED, "", f"all {len(evidence)} acceptance criteria proven"
 
-    async def _review(self, reviewer: Model, missing: list[str]) -> _Ending | None:
-        by_id = {r.call_id: r for r in self.rec.trajectory.tool_results()}
+    async def _review(self, session: RunSession, reviewer: Model, missing: list[str]) -> None:
+        by_id = {r.call_id: r for r in session.trajectory.tool_results()}
         facts = [{"step": s.step, "tool": s.tool, "ok": r.ok, "data": r.data, "error": r.error}
                  for s in self.done for r in [by_id[f"plan_step_{s.step}"]]]
         prompt = REVIEW_PROMPT.format(
@@ -248,17 +229,17 @@ class _PlanLoop(_Loop):
             acceptance="；".join(f"{a.id}: {a.description or a.tool}" for a in self.goal.acceptance) or "（无）",
             evidence=json.dumps(facts, ensure_ascii=False, default=str)[:2000])
         try:
-            text, ending = await self._ask(reviewer, [Message(role="user", content=prompt)])
-        except ModelFailure as exc:   # the evidence still decides; keep the failure
-            self.review = {"error": str(exc)}
-            return None
-        if ending:
-            return ending
+            text = await self._ask(session, reviewer, [Message(role="user", content=prompt)])
+        except (UsageError, RunStop, RunAborted):
+            raise
+        except Exception as exc:   # the evidence still decides; keep the failure
+            self.review = {"error": f"{type(exc).__name__}: {exc}"}
+            return
         try:
             self.review = dict(_extract_json(text, lambda v: isinstance(v, dict), "object"))
         except ValueError as exc:
             self.review = {"error": f"the reviewer's reply is not JSON: {exc}", "text": text[:500]}
-            return None
+            return
         passed = self.review.get("passed")
         if isinstance(passed, str):
             passed = passed.strip().lower() in ("true", "yes", "passed")
@@ -268,9 +249,9 @@ class _PlanLoop(_Loop):
         elif passed is False and not missing:
             self.review["disagreement"] = ("the reviewer says not passed, but every acceptance criterion has "
                                            "evidence; the evidence decides")
-        return None
 
-    def reply(self, status: TerminalStatus, why: str, evidence: dict[str, str | None]) -> str:
+    def final_reply(self, session: RunSession, status: TerminalStatus, why: str) -> str:
+        evidence = evidence_for(self.goal, session.trajectory)
         done = [f"step {s.step} {s.action}（{s.tool}）" for s in self.done]
         not_done = [f"step {s.step} {s.action}（{'未通过' if s.step == self.failed_step else '未执行'}）"
                     for s in self.plan[len(self.done):]]
@@ -288,28 +269,19 @@ async def run_plan_execute_review(model: Model, tools: ToolSet, goal: GoalSpec, 
                                   reviewer: Model | None = None, run_id: str | None = None) -> PlanRunResult:
     """Plan, execute, review (see the module docstring). Never raises for run
     failures (a model error ends as ``error``); raises :class:`UsageError` for
-    misuse (e.g. a scripted model called once too often), after recording it."""
-    rec = _Recorder(config.clock)
-    rec.add(RunStarted(run_id=run_id or uuid.uuid4().hex[:12], model=getattr(model, "name", type(model).__name__),
-                       tools=tools.names(), guards=config.guards_label,
-                       meta={**config.meta, "mode": "plan_execute_review"}))
-    rec.add(UserMessage(content=goal.render(), source="input"))
-    loop = _PlanLoop(model, tools, config, rec, goal, reviewer)
-    error: str | None = None
-    try:
-        status, reason = await loop.run_plan()
-    except UsageError as exc:
-        rec.add(RunFinished(status=TerminalStatus.ERROR, reply="", steps=loop.step, usage=loop.usage,
-                            error=str(exc), reason="misuse"))
-        exc.trajectory = rec.trajectory  # type: ignore[attr-defined]
-        raise
-    except Exception as exc:  # a run failure: recorded, never a crash of the caller
-        status, reason, error = TerminalStatus.ERROR, "exception", f"{type(exc).__name__}: {exc}"
-    evidence = evidence_for(goal, rec.trajectory)
-    reply = loop.reply(status, error or reason, evidence)
-    rec.add(RunFinished(status=status, reply=reply, steps=loop.step, usage=loop.usage, error=error, reason=reason))
-    return PlanRunResult(rec.trajectory, status, reply, loop.plan, loop.failed_step, evidence, loop.review,
-                         reason, error)
+    misuse (e.g. a scripted model called once too often), after recording it.
+    With a store in ``config``, the run, its events and its side-effect ledger
+    are stored under its own run id like any other run."""
+    agent = PlanExecuteReview(model, goal, reviewer)
+    config = replace(config, meta={**config.meta, "mode": "plan_execute_review"})
+    session = RunSession.start(model_name=agent.name, tools=tools, config=config, run_id=run_id)
+    session.add(UserMessage(content=goal.render(), source="input"))
+    result = await drive(session, agent, AgentTask(tools=tools, system_prompt=config.system_prompt,
+                                                   max_steps=config.max_steps))
+    finished = result.trajectory.finished
+    return PlanRunResult(result.trajectory, result.status, result.reply, agent.plan, agent.failed_step,
+                         evidence_for(goal, result.trajectory), agent.review, finished.reason if finished else "",
+                         result.error)
 
 
 def run_plan_execute_review_sync(*args: Any, **kwargs: Any) -> PlanRunResult:

@@ -1,9 +1,17 @@
-"""The embedded store: one SQLite file (WAL) holding runs, their events,
-checkpoints, the side-effect ledger and approvals.
+"""The embedded store: one SQLite file (WAL) holding every run tether makes
+(``tether run``, eval trials, replays, cassette runs, imports), their events,
+checkpoints, the side-effect ledger, approvals and evals (groups of runs).
 
 Every write is one short transaction, so a process killed at any instant
-(SIGKILL included) leaves the file consistent: a checkpoint, an event, an
-effect's intent or outcome is either fully there or not at all.
+(SIGKILL included) leaves the file consistent: a checkpoint with the events
+recorded before it, an effect's intent or outcome is either fully there or
+not at all. Events are append-only: a sequence number written twice is an
+error, never a replacement. Durability: WAL with ``synchronous=NORMAL`` (a
+committed transaction survives a process crash; a power loss may lose the
+last few).
+
+The schema carries a version (``PRAGMA user_version``); opening an older
+store migrates it in place, a newer one is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from typing import Any
 
 import orjson
 
+SCHEMA_VERSION = 2
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -28,7 +38,23 @@ CREATE TABLE IF NOT EXISTS runs (
     case_id TEXT,
     reply TEXT NOT NULL DEFAULT '',
     reason TEXT NOT NULL DEFAULT '',
-    meta TEXT NOT NULL DEFAULT '{}'  -- JSON: how to rebuild the run (model spec, case, guards, ...)
+    meta TEXT NOT NULL DEFAULT '{}', -- JSON: how to rebuild the run (model spec, case, guards, ...)
+    kind TEXT NOT NULL DEFAULT 'run',-- run | eval | replay | cassette | import | mcp | plan
+    eval_id TEXT,                    -- the eval this run is a trial of
+    trial INTEGER NOT NULL DEFAULT 0,
+    guards TEXT NOT NULL DEFAULT 'off',
+    digest TEXT,                     -- sha256 of the run's events, set when it finishes
+    error_kind TEXT                  -- infrastructure | model | harness | misuse | aborted
+);
+CREATE INDEX IF NOT EXISTS runs_by_eval ON runs (eval_id);
+CREATE TABLE IF NOT EXISTS evals (
+    eval_id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    suite TEXT NOT NULL,
+    status TEXT NOT NULL,            -- running | finished | interrupted
+    config TEXT NOT NULL DEFAULT '{}',
+    results TEXT                     -- the results document, once finished
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
@@ -76,6 +102,14 @@ CREATE TABLE IF NOT EXISTS approvals (
 """
 
 
+# Columns added to an existing table by a migration: (table, column, definition).
+_MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
+    2: [("runs", "kind", "TEXT NOT NULL DEFAULT 'run'"), ("runs", "eval_id", "TEXT"),
+        ("runs", "trial", "INTEGER NOT NULL DEFAULT 0"), ("runs", "guards", "TEXT NOT NULL DEFAULT 'off'"),
+        ("runs", "digest", "TEXT"), ("runs", "error_kind", "TEXT")],
+}
+
+
 def default_store_path() -> Path:
     return Path(os.environ.get("TETHER_STORE", ".tether/tether.db"))
 
@@ -103,7 +137,36 @@ class SQLiteStore:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            from ..errors import UsageError
+
+            raise UsageError(f"store {self.path} has schema version {version}, newer than this tether "
+                             f"({SCHEMA_VERSION}); upgrade tether or use another --store")
+        if version == SCHEMA_VERSION:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                existing = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if "runs" in existing:      # an older store: add the columns it lacks, then the new tables
+                    have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
+                    for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+                        for table, column, definition in _MIGRATIONS.get(target, []):
+                            if column not in have:
+                                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         with self._lock:
@@ -124,14 +187,23 @@ class SQLiteStore:
             return list(self._db.execute(sql, params))
 
     # -- runs --------------------------------------------------------------------
-    def create_run(self, run_id: str, *, model: str = "", case_id: str | None = None, meta: dict | None = None) -> None:
+    def create_run(self, run_id: str, *, model: str = "", case_id: str | None = None, meta: dict | None = None,
+                   kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
         now = time.time()
-        self._tx("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta) VALUES (?,?,?,?,?,?,?)",
-                 (run_id, now, now, "running", model, case_id, _json(meta or {})))
+        try:
+            self._tx("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, trial, "
+                     "guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                     (run_id, now, now, "running", model, case_id, _json(meta or {}), kind, eval_id, trial, guards))
+        except sqlite3.IntegrityError:
+            from ..errors import UsageError
 
-    def finish_run(self, run_id: str, status: str, reply: str, reason: str) -> None:
-        self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=? WHERE run_id=?",
-                 (status, reply, reason, time.time(), run_id))
+            raise UsageError(f"run id {run_id!r} is already in {self.path}; a run is never overwritten: "
+                             "choose another id") from None
+
+    def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
+                   error_kind: str | None = None) -> None:
+        self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=? WHERE run_id=?",
+                 (status, reply, reason, time.time(), digest, error_kind, run_id))
 
     def mark_running(self, run_id: str) -> None:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
@@ -140,12 +212,66 @@ class SQLiteStore:
         rows = self._rows("SELECT * FROM runs WHERE run_id=?", (run_id,))
         return _run(rows[0]) if rows else None
 
-    def list_runs(self, limit: int = 50) -> list[dict]:
-        return [_run(r) for r in self._rows("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,))]
+    def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
+                  case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
+        """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
+        where, params = [], []
+        for column, value in (("eval_id", eval_id), ("model", model), ("case_id", case_id), ("status", status),
+                              ("kind", kind)):
+            if value is not None:
+                where.append(f"{column} GLOB ?")
+                params.append(value)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created DESC, rowid DESC LIMIT ?"
+        return [_run(r) for r in self._rows(sql, (*params, limit))]
+
+    # -- evals ---------------------------------------------------------------------
+    def create_eval(self, eval_id: str, suite: str, config: dict) -> None:
+        now = time.time()
+        try:
+            self._tx("INSERT INTO evals (eval_id, created, updated, suite, status, config) VALUES (?,?,?,?,?,?)",
+                     (eval_id, now, now, suite, "running", _json(config)))
+        except sqlite3.IntegrityError:
+            from ..errors import UsageError
+
+            raise UsageError(f"eval id {eval_id!r} is already in {self.path}") from None
+
+    def finish_eval(self, eval_id: str, results: dict, status: str = "finished") -> None:
+        self._tx("UPDATE evals SET status=?, results=?, updated=? WHERE eval_id=?",
+                 (status, _json(results), time.time(), eval_id))
+
+    def get_eval(self, eval_id: str) -> dict | None:
+        rows = self._rows("SELECT * FROM evals WHERE eval_id=?", (eval_id,))
+        if not rows:
+            return None
+        d = dict(rows[0])
+        d["config"] = json.loads(d["config"])
+        d["results"] = json.loads(d["results"]) if d["results"] else None
+        return d
+
+    def list_evals(self, limit: int = 50) -> list[dict]:
+        return [dict(r) | {"config": json.loads(r["config"])}
+                for r in self._rows("SELECT eval_id, created, updated, suite, status, config FROM evals "
+                                    "ORDER BY created DESC LIMIT ?", (limit,))]
 
     # -- events ------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:
-        self._tx("INSERT OR REPLACE INTO events (run_id, seq, event) VALUES (?,?,?)", (run_id, seq, _state_json(event)))
+        self.append_events(run_id, [(seq, event)])
+
+    def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
+        """Append a batch of (seq, event) in one transaction; a seq already stored is an error."""
+        rows = [(run_id, seq, _state_json(event)) for seq, event in events]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)", rows)
+                self._db.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                self._db.execute("ROLLBACK")
+                raise _duplicate(run_id, events) from None
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def events(self, run_id: str) -> list[dict]:
         return [orjson.loads(r["event"]) for r in self._rows("SELECT event FROM events WHERE run_id=? ORDER BY seq", (run_id,))]
@@ -154,10 +280,18 @@ class SQLiteStore:
         self._tx("DELETE FROM events WHERE run_id=? AND seq>=?", (run_id, count))
 
     # -- checkpoints -------------------------------------------------------------
-    def save_checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict) -> int:
+    def save_checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict,
+                        events: list[tuple[int, dict]] = ()) -> int:
+        """A checkpoint, with the events recorded since the previous one, in one transaction."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                if events:
+                    try:
+                        self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)",
+                                             [(run_id, seq, _state_json(e)) for seq, e in events])
+                    except sqlite3.IntegrityError:
+                        raise _duplicate(run_id, events) from None
                 n = self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
                                      (run_id,)).fetchone()[0]
                 self._db.execute("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created) "
@@ -228,6 +362,14 @@ class SQLiteStore:
     def get_approval(self, approval_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM approvals WHERE id=?", (approval_id,))
         return _approval(rows[0]) if rows else None
+
+
+def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
+    from ..errors import RunFailure
+
+    seqs = [seq for seq, _ in events]
+    return RunFailure(f"run {run_id}: events {seqs[0]}..{seqs[-1]} overlap events already stored; events are "
+                      "append-only (is another process driving this run?)")
 
 
 def _run(r: sqlite3.Row) -> dict:

@@ -1,0 +1,184 @@
+"""The run loop, and the one driver every agent runs under.
+
+:func:`drive` runs an agent on a :class:`RunSession` and makes sure the
+record ends with exactly one ``run_finished`` whatever happens:
+
+* the agent returns: ``completed`` with its reply (or the ending it returned);
+* a guard or gate raises :class:`~tether.errors.RunStop`: the agent may write
+  a last answer (:meth:`Agent.stopped`), the guard that stopped it may amend it;
+* a model could not be reached (ModelFailure): ``error``, kind
+  ``infrastructure`` for the wire, ``model`` otherwise;
+* misuse (UsageError) and RunAborted signals (replay mismatches): recorded,
+  then re-raised to the caller;
+* anything else: ``error``, kind ``harness``; never a crash of the caller.
+
+:class:`LoopAgent` is tether's own loop (request, decide, gate, call,
+record), one readable method. Plan-execute-review (:mod:`.plan`) is another
+agent on the same session and driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from ..errors import ModelFailure, RunAborted, RunStop, UsageError
+from ..events import AgentMessage
+from ..guards import Verdict
+from ..messages import DecisionKind, Message
+from ..models import Model, ModelRequest
+from ..status import TerminalStatus
+from ..tools import ToolSet
+from .session import RunResult, RunSession, Turn
+
+Ending = tuple[TerminalStatus, str, str]   # status, reply, reason
+
+FINISH_UP_PROMPT = (
+    "运行已被守卫停止（{guard}: {message}）。不要再调用任何工具。"
+    "请直接给出最终回复：已完成的部分、未完成的部分及原因、用户接下来可以怎么做。"
+)
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """What the harness gives an agent under test: the conversation so far and
+    the tools (the harness's ToolSet, with the case's intercepts and mocks)."""
+
+    message: str | None = None
+    history: Sequence[Turn] = ()
+    tools: ToolSet = field(default_factory=ToolSet)
+    system_prompt: str | None = None
+    max_steps: int = 30
+    case_id: str | None = None
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An agent under test: anything that runs a task on a session.
+
+    ``run`` drives the session (its model requests, ``session.tool`` for every
+    tool call) and returns the final reply, an ``(status, reply, reason)``
+    ending, or None (the last text the model said is the reply)."""
+
+    name: str
+
+    async def run(self, session: RunSession, task: AgentTask) -> "str | Ending | None": ...
+
+
+async def drive(session: RunSession, agent: Any, task: AgentTask) -> RunResult:
+    """Run ``agent`` on ``session`` to a terminal status (see the module docstring).
+    An agent with a ``final_reply(session, status, why)`` method writes the
+    reply of every ending itself (plan mode writes it from the facts)."""
+    error = kind = None
+    try:
+        try:
+            out = await agent.run(session, task)
+        except RunStop as stop:
+            stopped = getattr(agent, "stopped", None)
+            out = await stopped(session, stop) if stopped is not None else (stop.status, stop.reply or
+                                                                             session.state.last_text, stop.reason)
+            out = _amend(session, stop, out)
+    except UsageError as exc:
+        result = session.finish(TerminalStatus.ERROR, "", "misuse", error=str(exc), error_kind="misuse")
+        exc.trajectory = result.trajectory  # type: ignore[attr-defined]
+        raise
+    except RunAborted as exc:
+        result = session.finish(TerminalStatus.ERROR, session.state.last_text, "aborted",
+                                error=f"{type(exc).__name__}: {exc}", error_kind="aborted")
+        exc.trajectory = result.trajectory  # type: ignore[attr-defined]
+        raise
+    except ModelFailure as exc:
+        kind = "infrastructure" if exc.infrastructure else "model"
+        error, out = f"{type(exc).__name__}: {exc}", (TerminalStatus.ERROR, session.state.last_text, "exception")
+    except Exception as exc:  # a run failure: recorded, never a crash of the caller
+        kind = "harness"
+        error, out = f"{type(exc).__name__}: {exc}", (TerminalStatus.ERROR, session.state.last_text, "exception")
+    if out is None:
+        out = (TerminalStatus.COMPLETED, session.state.last_text, "agent returned")
+    elif isinstance(out, str):
+        out = (TerminalStatus.COMPLETED, out, "final answer")
+    status, reply, reason = out
+    final_reply = getattr(agent, "final_reply", None)
+    if final_reply is not None:
+        reply = final_reply(session, status, error or reason)
+    return session.finish(status, reply, reason, error=error, error_kind=kind)
+
+
+def _amend(session: RunSession, stop: RunStop, out: Ending) -> Ending:
+    """Let the guard that stopped the run amend the reply (the budget's done / not-done ledger)."""
+    if stop.verdict is None or session.stopped_by is None:
+        return out
+    status, reply, reason = out
+    return status, session.stopped_by.on_stop(session.ctx(), stop.verdict, reply), reason
+
+
+class LoopAgent:
+    """tether's own loop around a :class:`Model`: request, decide, gate, call, record."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.name = getattr(model, "name", type(model).__name__)
+
+    async def run(self, session: RunSession, task: AgentTask) -> Ending:
+        s = session.state
+        await run_pending(session)                  # a resumed run may have calls left to make
+        if s.step == 0:
+            session.checkpoint("before_model")
+        while s.step < task.max_steps:
+            request = await session.before_model(ModelRequest(messages=s.messages, tools=session.specs))
+            decision = await session.request_model(self.model, request)
+            if decision.kind == DecisionKind.FINAL or (decision.kind == DecisionKind.TOOL_CALLS
+                                                       and not decision.tool_calls):
+                await session.final(decision.text)
+                return TerminalStatus.COMPLETED, decision.text, "final answer"
+            if decision.kind == DecisionKind.QUESTION:
+                answer = await session.ask_user(decision.text)
+                if answer is None:
+                    why = "question with no simulated user" if session.user is None else \
+                        "the simulated user ended the conversation"
+                    return TerminalStatus.AWAITING_USER, decision.text, why
+                session.checkpoint("before_model")
+                continue
+            s.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
+            s.pending_calls = list(decision.tool_calls)
+            session.checkpoint("calls_pending")
+            await run_pending(session)
+        return TerminalStatus.STEP_LIMIT, s.last_text, f"step cap {task.max_steps} reached"
+
+    async def stopped(self, session: RunSession, stop: RunStop) -> Ending:
+        """A guard stopped the run: with ``finish_up``, one last request without
+        tools so the user gets an answer, not a log dump."""
+        reply = stop.reply or session.state.last_text
+        if stop.verdict is not None and stop.verdict.finish_up:
+            reply = await self._finish_up(session, stop.verdict) or reply
+        return stop.status, reply, stop.reason
+
+    async def _finish_up(self, session: RunSession, verdict: Verdict) -> str:
+        s = session.state
+        prompt = FINISH_UP_PROMPT.format(guard=getattr(session.stopped_by, "name", "guard"), message=verdict.message)
+        s.step += 1
+        request = ModelRequest(messages=[*s.messages, Message(role="system", content=prompt)], tools=[], step=s.step)
+        session.record_request(request, model=self.name)
+        try:
+            response = await self.model.request(request)
+        except Exception as exc:  # the run is ending anyway: keep what we have
+            session.add(AgentMessage(content=f"(finish-up failed: {type(exc).__name__}: {exc})", kind="text"))
+            return ""
+        return session.record_response(response).text
+
+
+async def run_pending(session: RunSession) -> None:
+    """Make the calls of the current decision not yet made, one checkpoint after each."""
+    s = session.state
+    while s.pending_calls:
+        call = s.pending_calls[0]
+        try:
+            await session.tool(call)
+        except RunStop as stop:
+            s.pending_calls.pop(0)
+            if stop.requeue:
+                s.pending_calls.insert(0, call)
+            session.checkpoint("calls_pending" if s.pending_calls else "before_model")
+            raise
+        s.pending_calls.pop(0)
+        session.checkpoint("calls_pending" if s.pending_calls else "before_model")

@@ -1,0 +1,452 @@
+"""One run's record and gates: the object every agent drives.
+
+A :class:`RunSession` is a run in progress. It owns the run's record (the
+event stream, persisted to the store when there is one), its state
+(:class:`RunState`, which *is* the checkpoint), the guard chain and the gates
+around each tool call (approvals, then the side-effect ledger). tether's own
+loop (:mod:`tether.runtime.loop`) drives it; so do framework adapters, from
+the framework's own hooks::
+
+    session = RunSession.start(model_name="my-agent", tools=toolset, config=config)
+    session.conversation(message="...")
+    request = await session.before_model(ModelRequest(messages=..., tools=...))   # guards; may raise RunStop
+    session.record_request(request, model="gpt-x")
+    decision = session.record_response(response, latency_ms=812.0)
+    await session.after_model(response)
+    result = await session.tool(call)          # guards, gates, the harness's tools, recorded; may raise RunStop
+    result = session.finish(TerminalStatus.COMPLETED, reply, "final answer")
+
+Guards and gates end a run by raising :class:`~tether.errors.RunStop`; the
+driver catches it and finishes the run. Nothing here is C4-specific.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+from ..errors import ModelFailure, RunAborted, RunStop, UsageError
+from ..events import (
+    AgentMessage,
+    GuardTripped,
+    ModelDecisionEvent,
+    ModelRequestEvent,
+    RunFinished,
+    RunStarted,
+    ToolCallEvent,
+    ToolResultEvent,
+    Trajectory,
+    UserMessage,
+    message_delta,
+)
+from ..guards import GuardContext, Verdict
+from ..guards._base import GuardChain, Trip
+from ..messages import Decision, Message, ToolCallRequest, Usage, canonical_json
+from ..models import Model, ModelRequest, ModelResponse
+from ..status import TerminalStatus
+from ..tools import ToolResult, ToolSet
+
+
+class SimulatedUser(Protocol):
+    """Answers the agent's questions. ``None`` means the user says nothing more."""
+
+    async def reply(self, question: str, trajectory: Trajectory) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of prior conversation."""
+
+    role: str            # "user" or "agent"
+    content: str
+    question: bool = False
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    max_steps: int = 30
+    system_prompt: str | None = None
+    guards: Sequence[Any] = ()
+    guards_label: str = "off"
+    clock: Callable[[], float] = time.perf_counter
+    meta: dict[str, Any] = field(default_factory=dict)
+    # The store (tether.store.SQLiteStore) the run is written to: events, one
+    # checkpoint per step and the side-effect ledger, so the run can resume.
+    store: Any = None
+    # Human approval gates for risky tools (tether.runtime.approvals.ApprovalGate).
+    approvals: Any = None
+    # What kind of run this is and which eval it belongs to (recorded on run_started).
+    kind: str = "run"
+    eval_id: str | None = None
+
+
+@dataclass
+class RunResult:
+    trajectory: Trajectory
+    status: TerminalStatus
+    reply: str
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        started = self.trajectory.started
+        return started.run_id if started else ""
+
+
+@dataclass
+class RunState:
+    """Everything the loop needs to continue a run: this is the checkpoint."""
+
+    messages: list[Message] = field(default_factory=list)
+    step: int = 0
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    tool_calls: int = 0
+    last_text: str = ""
+    pending_hints: list[str] = field(default_factory=list)
+    pending_calls: list[ToolCallRequest] = field(default_factory=list)
+    seen_ids: set[str] = field(default_factory=set)
+    strategy: dict[str, Any] = field(default_factory=dict)    # a strategy's own data (plan mode's plan)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messages": [m.model_dump(mode="json") for m in self.messages],
+            "step": self.step, "usage": self.usage.model_dump(), "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls, "last_text": self.last_text, "pending_hints": list(self.pending_hints),
+            "pending_calls": [c.model_dump(mode="json") for c in self.pending_calls],
+            "seen_ids": sorted(self.seen_ids), "strategy": self.strategy,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunState":
+        return cls(messages=[Message.model_validate(m) for m in d["messages"]], step=d["step"],
+                   usage=Usage.model_validate(d["usage"]), model_calls=d["model_calls"], tool_calls=d["tool_calls"],
+                   last_text=d["last_text"], pending_hints=list(d["pending_hints"]),
+                   pending_calls=[ToolCallRequest.model_validate(c) for c in d["pending_calls"]],
+                   seen_ids=set(d["seen_ids"]), strategy=dict(d.get("strategy") or {}))
+
+
+_CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
+
+
+def current_session() -> "RunSession | None":
+    """The session driving the current task, if any (judges, LLM users and
+    drift checks record their requests into it)."""
+    return _CURRENT.get()
+
+
+async def side_request(model: Model, request: ModelRequest, *, role: str) -> ModelResponse:
+    """A model request made *for* a run but not by its agent (a simulated
+    user, a drift check): recorded as events of the current run with ``role``,
+    so its cost is kept apart from the agent's. Without a session it is a plain request."""
+    session = current_session()
+    started = time.perf_counter()
+    response = await model.request(request)
+    if session is not None:
+        session.record_side(request, response, role=role, model=getattr(model, "name", type(model).__name__),
+                            latency_ms=(time.perf_counter() - started) * 1000)
+    return response
+
+
+class RunSession:
+    """A run in progress: record, state, guards and gates (see the module docstring)."""
+
+    def __init__(self, *, run_id: str, model_name: str, tools: ToolSet, config: RunConfig,
+                 user: SimulatedUser | None = None, state: RunState | None = None,
+                 trajectory: Trajectory | None = None, offset_ms: float = 0.0):
+        self.run_id = run_id
+        self.model_name = model_name
+        self.tools = tools
+        self.config = config
+        self.user = user
+        self.state = state or RunState()
+        self.trajectory = trajectory or Trajectory()
+        self.chain = GuardChain(config.guards)
+        self.specs = tools.specs()
+        self.store = config.store
+        self.clock = config.clock
+        self.t0 = self.clock() - offset_ms / 1000
+        self._persisted = len(self.trajectory)
+        self._sent: dict[str, list[Message]] = {}      # last full request per role, for deltas
+        self.stopped_by: Any = None
+        self.finished: RunResult | None = None
+        from .gates import default_gates
+        self.gates = default_gates(self)
+        self._token = _CURRENT.set(self)
+
+    # -- lifecycle ------------------------------------------------------------------
+    @classmethod
+    def start(cls, *, model_name: str, tools: ToolSet, config: RunConfig = RunConfig(),
+              user: SimulatedUser | None = None, run_id: str | None = None, case_id: str | None = None,
+              trial: int = 0) -> "RunSession":
+        """Open a new run: records ``run_started`` (and creates the run in the store)."""
+        run_id = run_id or new_run_id()
+        if config.store is not None:
+            config.store.create_run(run_id, model=model_name, case_id=case_id, meta=dict(config.meta),
+                                    kind=config.kind, eval_id=config.eval_id, trial=trial, guards=config.guards_label)
+        session = cls(run_id=run_id, model_name=model_name, tools=tools, config=config, user=user)
+        session.add(RunStarted(run_id=run_id, model=model_name, case_id=case_id, trial=trial, tools=tools.names(),
+                               guards=config.guards_label, meta=dict(config.meta), kind=config.kind,  # type: ignore[arg-type]
+                               eval_id=config.eval_id, tool_specs=session.specs))
+        return session
+
+    def conversation(self, message: str | None = None, history: Sequence[Turn] = ()) -> None:
+        """Record the conversation the run starts from and seed the messages."""
+        s = self.state
+        if self.config.system_prompt:
+            s.messages.append(Message(role="system", content=self.config.system_prompt))
+        for turn in history:
+            if turn.role == "user":
+                self.add(UserMessage(content=turn.content, source="history"))
+                s.messages.append(Message(role="user", content=turn.content))
+            else:
+                self.add(AgentMessage(content=turn.content, kind="question" if turn.question else "text",
+                                      source="history"))
+                s.messages.append(Message(role="assistant", content=turn.content))
+        if message is not None:
+            self.add(UserMessage(content=message, source="input"))
+            s.messages.append(Message(role="user", content=message))
+
+    def add(self, event):
+        event.at_ms = round((self.clock() - self.t0) * 1000, 3)
+        return self.trajectory.append(event)
+
+    def flush(self) -> None:
+        """Write events not yet in the store (one transaction)."""
+        if self.store is None or self._persisted >= len(self.trajectory):
+            return
+        batch = self.trajectory.events[self._persisted:]
+        self.store.append_events(self.run_id, [(e.seq, e.model_dump(mode="json")) for e in batch])
+        self._persisted = len(self.trajectory)
+
+    def checkpoint(self, phase: str) -> None:
+        """One checkpoint per step boundary and per tool result (runs with a store)."""
+        if self.store is None:
+            return
+        batch = self.trajectory.events[self._persisted:]
+        self.store.save_checkpoint(self.run_id, self.state.step, phase, len(self.trajectory), self.snapshot(),
+                                   events=[(e.seq, e.model_dump(mode="json")) for e in batch])
+        self._persisted = len(self.trajectory)
+
+    def snapshot(self) -> dict[str, Any]:
+        user_state = getattr(self.user, "state", None)
+        return {**self.state.to_dict(), "guards": [g.state() for g in self.chain.guards],
+                "user": user_state() if callable(user_state) else None, "sent": {
+                    role: [m.model_dump(mode="json") for m in msgs] for role, msgs in self._sent.items()}}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self.state = RunState.from_dict(snap)
+        for guard, gstate in zip(self.chain.guards, snap.get("guards", [])):
+            guard.load_state(gstate)
+        load_user = getattr(self.user, "load_state", None)
+        if snap.get("user") is not None and callable(load_user):
+            load_user(snap["user"])
+        self._sent = {role: [Message.model_validate(m) for m in msgs] for role, msgs in (snap.get("sent") or {}).items()}
+
+    def finish(self, status: TerminalStatus, reply: str, reason: str, *, error: str | None = None,
+               error_kind: str | None = None) -> RunResult:
+        """Record ``run_finished`` (once) and return the result."""
+        if self.finished is not None:
+            return self.finished
+        self.add(RunFinished(status=status, reply=reply, steps=self.state.step, usage=self.state.usage, error=error,
+                             reason=reason, error_kind=error_kind))  # type: ignore[arg-type]
+        if self.store is not None:
+            self.flush()
+            self.store.finish_run(self.run_id, status, reply, reason, digest=self.trajectory.digest(),
+                                  error_kind=error_kind)
+        self.finished = RunResult(self.trajectory, status, reply, error, error_kind)
+        try:
+            _CURRENT.reset(self._token)
+        except ValueError:    # finished from another context (a framework's thread)
+            _CURRENT.set(None)
+        return self.finished
+
+    # -- guards ---------------------------------------------------------------------
+    def ctx(self) -> GuardContext:
+        s = self.state
+        return GuardContext(trajectory=self.trajectory, step=s.step, usage=s.usage,
+                            elapsed_s=self.clock() - self.t0, model_calls=s.model_calls, tool_calls=s.tool_calls,
+                            model_name=self.model_name, tools=self.specs)
+
+    async def ask(self, hook: str, *args: Any) -> Verdict | None:
+        """Ask the guard chain at ``hook``; every trip is recorded, hints are kept
+        for the model's next request, the deciding verdict (if any) is returned."""
+        trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
+        for trip in trips:
+            self._record_trip(trip)
+        if decisive is not None:
+            self.stopped_by = decisive.guard
+            return decisive.verdict
+        return None
+
+    def _record_trip(self, trip: Trip) -> None:
+        v = trip.verdict
+        self.add(GuardTripped(step=self.state.step, guard=trip.guard.name, rule=v.rule, verdict=v.action,
+                              message=v.message, numbers=dict(v.numbers)))
+        if v.action == "hint":
+            self.state.pending_hints.append(v.message)
+
+    def take_hints(self) -> list[str]:
+        """Hints not yet delivered to the model (a framework adapter appends them to a tool result)."""
+        hints, self.state.pending_hints = self.state.pending_hints, []
+        return hints
+
+    def stop(self, verdict: Verdict) -> RunStop:
+        if verdict.action == "escalate":
+            return RunStop(TerminalStatus.NEEDS_HUMAN, self.state.last_text, verdict.message, verdict)
+        return RunStop(verdict.status or TerminalStatus.LOOP_ABORTED, self.state.last_text, verdict.message, verdict)
+
+    # -- the model ------------------------------------------------------------------
+    async def before_model(self, request: ModelRequest) -> ModelRequest:
+        """Start a step: ask the guards, then return the request to send with the
+        pinned text first and undelivered hints last. Raises RunStop."""
+        s = self.state
+        s.step += 1
+        messages = list(request.messages)
+        pinned = self.chain.pinned(self.ctx())
+        if pinned:
+            messages.insert(0, Message(role="system", content="\n".join(pinned)))
+        if s.pending_hints:
+            messages.append(Message(role="system", content="\n".join(s.pending_hints)))
+        request = request.model_copy(update={"messages": messages, "step": s.step})
+        verdict = await self.ask("before_model", request)
+        if verdict:
+            raise self.stop(verdict)
+        s.pending_hints.clear()
+        return request
+
+    def record_request(self, request: ModelRequest, *, model: str | None = None, role: str = "agent",
+                       params: dict[str, Any] | None = None) -> None:
+        """Record what the model was sent (messages as a delta against the previous request)."""
+        keep, added = message_delta(self._sent.get(role, []), request.messages)
+        self._sent[role] = list(request.messages)
+        self.add(ModelRequestEvent(step=request.step or self.state.step, message_count=len(request.messages),
+                                   tools=[t.name for t in request.tools], request_hash=request.canonical_hash(),
+                                   role=role, model=model or self.model_name, keep=keep, messages=added,  # type: ignore[arg-type]
+                                   params=params or {}))
+
+    def record_response(self, response: ModelResponse, *, latency_ms: float = 0.0) -> Decision:
+        """Record the agent's decision and usage; returns the decision with call ids unique in the run."""
+        s = self.state
+        s.model_calls += 1
+        decision = self._unique_ids(response.decision)
+        s.usage = s.usage + response.usage
+        self.add(ModelDecisionEvent(step=s.step, kind=decision.kind, tool_calls=decision.tool_calls, text=decision.text,
+                                    usage=response.usage, latency_ms=round(latency_ms, 3)))
+        if decision.text:
+            s.last_text = decision.text
+        return decision
+
+    def record_side(self, request: ModelRequest, response: ModelResponse, *, role: str, model: str,
+                    latency_ms: float = 0.0) -> None:
+        """A request made for the run by someone else (judge, simulated user, drift check)."""
+        self.record_request(request, model=model, role=role)
+        d = response.decision
+        self.add(ModelDecisionEvent(step=self.state.step, kind=d.kind, tool_calls=d.tool_calls, text=d.text,
+                                    usage=response.usage, role=role, latency_ms=round(latency_ms, 3)))  # type: ignore[arg-type]
+
+    async def request_model(self, model: Model, request: ModelRequest, *, role: str = "agent") -> Decision:
+        """Send a prepared request to ``model``, recorded; a model error becomes ModelFailure."""
+        name = getattr(model, "name", type(model).__name__)
+        self.record_request(request, model=name, role=role)
+        started = time.perf_counter()
+        try:
+            response = await model.request(request)
+        except (UsageError, ModelFailure, RunAborted):
+            raise
+        except Exception as exc:
+            raise ModelFailure(name, self.state.step, f"{type(exc).__name__}: {exc}") from exc
+        decision = self.record_response(response, latency_ms=(time.perf_counter() - started) * 1000)
+        verdict = await self.ask("after_model", response)
+        if verdict:
+            raise self.stop(verdict)
+        return decision
+
+    async def after_model(self, response: ModelResponse) -> None:
+        verdict = await self.ask("after_model", response)
+        if verdict:
+            raise self.stop(verdict)
+
+    def _unique_ids(self, decision: Decision) -> Decision:
+        """Call ids must be unique within a run (results are matched by id);
+        models and doubles may reuse them, so repeats get a step suffix."""
+        if not decision.tool_calls:
+            return decision
+        calls = []
+        step, seen = self.state.step, self.state.seen_ids
+        for i, call in enumerate(decision.tool_calls):
+            cid = call.id or f"call_{step}_{i}"
+            if cid in seen:
+                cid = f"{cid}~{step}.{i}"
+            seen.add(cid)
+            calls.append(call if cid == call.id else call.model_copy(update={"id": cid}))
+        return decision.model_copy(update={"tool_calls": calls})
+
+    async def final(self, text: str) -> None:
+        """The agent's final answer: the on_final guards (claim checks) may end it otherwise."""
+        verdict = await self.ask("on_final", text)
+        if verdict:
+            # the claim check ends the run with the agent's own text: no finish-up, no amendment
+            raise RunStop(verdict.status or TerminalStatus.NEEDS_HUMAN, text, verdict.message)
+
+    # -- the user -------------------------------------------------------------------
+    async def ask_user(self, question: str) -> str | None:
+        """Record the agent's question and return the simulated user's answer (None: no answer)."""
+        self.add(AgentMessage(content=question, kind="question", source="model", step=self.state.step))
+        self.state.messages.append(Message(role="assistant", content=question))
+        if self.user is None:
+            return None
+        answer = await self.user.reply(question, self.trajectory)
+        if answer is not None:
+            self.add(UserMessage(content=answer, source="simulator"))
+            self.state.messages.append(Message(role="user", content=answer))
+        return answer
+
+    # -- tools ----------------------------------------------------------------------
+    async def tool(self, call: ToolCallRequest) -> ToolResult:
+        """One tool call through the guards, the gates and the harness's tools,
+        recorded. Raises RunStop when a guard or a gate ends the run (the call's
+        result is recorded first)."""
+        s = self.state
+        self.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name, arguments=call.arguments))
+        verdict = await self.ask("before_tool", call)
+        started = time.perf_counter()
+        stop: RunStop | None = None
+        if verdict is not None and verdict.action != "block":
+            result = ToolResult.failure(f"not executed: {verdict.message}", "guard_stopped", source="guard")
+            stop = self.stop(verdict)
+        elif verdict is not None:
+            result = ToolResult.failure(f"blocked by guard: {verdict.message}", "guard_blocked", source="guard")
+        elif call.raw_arguments is not None:
+            result = ToolResult.failure(f"arguments for {call.name} are not a JSON object: {call.raw_arguments[:200]}",
+                                        "invalid_arguments", source="runner")
+        else:
+            result = self.tools.check(call.name, call.arguments)
+            if result is None:
+                try:
+                    result = await self.gates.run(call)
+                except RunStop as exc:
+                    if exc.result is None:
+                        raise
+                    result, stop = exc.result, exc
+        event = self.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=result.ok, data=result.data,
+                                         error=result.error, error_type=result.error_type, source=result.source,
+                                         duration_ms=round((time.perf_counter() - started) * 1000, 3)))
+        if not (stop is not None and stop.requeue):      # a paused call is asked again on resume
+            s.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                      content=canonical_json(result.for_model())))
+        if stop is not None:
+            raise stop
+        if verdict is None:
+            after = await self.ask("after_tool", call, event)
+            if after is not None and after.action != "block":
+                raise self.stop(after)
+        return result
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
