@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+import weakref
+from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 from ..errors import UsageError
 from ..messages import Decision, Message, ToolCallRequest, ToolSpec, canonical_json
 from ..models._http import ASK_USER, ASK_USER_TOOL, AdapterStats, RawCall, build_decision
 from ..status import TerminalStatus
 from ..tools import ToolResult
-from ._compat import RunSession, RunStop
+from ..errors import RunStop
+from ..models import ModelRequest, ModelResponse
+from ..runtime import RunSession
+from ..runtime.loop import LoopAgent
 
 __all__ = ["ASK_USER", "ASK_USER_TOOL", "CallIds", "require", "decision_from", "split_added", "harness_specs",
-           "run_tool", "result_text"]
+           "run_tool", "result_text", "check_step_cap", "remember", "finish_up", "PerRun"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -92,3 +96,57 @@ async def run_tool(session: RunSession, call_id: str, name: str, arguments: Any,
     call = ToolCallRequest(id=call_id, name=name, arguments=dict(arguments or {}), raw_arguments=raw)
     result = await session.tool(call)
     return result_text(result)
+
+
+def check_step_cap(session: RunSession, max_steps: int) -> None:
+    """Before a model request: the case's step cap ends the run (``step_limit``), as in tether's loop.
+    The framework's own turn limit is set above it."""
+    if session.state.step >= max_steps:
+        raise RunStop(TerminalStatus.STEP_LIMIT, session.state.last_text, f"step cap {max_steps} reached")
+
+
+def remember(session: RunSession, request: ModelRequest, decision: Decision) -> None:
+    """Keep the session's messages what the framework's model has seen (what a guard's
+    finish-up request and a checkpoint are built from): the request as the framework
+    built it, then the decision; the session appends tool results and the user's answers."""
+    messages = list(request.messages)
+    if decision.kind != "question":          # session.ask_user appends the question itself
+        messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
+    session.state.messages = messages
+
+
+Ask = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+class _AskModel:
+    """The framework's own model as a tether Model, for the finish-up request."""
+
+    def __init__(self, name: str, ask: Ask):
+        self.name, self._ask = name, ask
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        return await self._ask(request)
+
+
+async def finish_up(session: RunSession, stop: RunStop, name: str, ask: Ask | None) -> tuple[Any, str, str]:
+    """``Agent.stopped``: with the guard's ``finish_up``, one last request to the
+    framework's own model without tools (tether's loop's finish-up, same prompt)."""
+    if ask is None:
+        return stop.status, stop.reply or session.state.last_text, stop.reason
+    return await LoopAgent(_AskModel(name, ask)).stopped(session, stop)
+
+
+T = TypeVar("T")
+
+
+class PerRun(Generic[T]):
+    """Per-run adapter state (an agent object serves concurrent trials)."""
+
+    def __init__(self) -> None:
+        self._by_session: "weakref.WeakKeyDictionary[RunSession, T]" = weakref.WeakKeyDictionary()
+
+    def __setitem__(self, session: RunSession, value: T) -> None:
+        self._by_session[session] = value
+
+    def get(self, session: RunSession) -> T | None:
+        return self._by_session.get(session)

@@ -30,8 +30,10 @@ from typing import Any, Callable, Sequence
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
 from ..tools import ToolSet
-from ._common import ASK_USER, CallIds, decision_from, harness_specs, require, run_tool, split_added
-from ._compat import AgentTask, RunSession, attach_finisher
+from ..errors import RunStop
+from ..runtime import AgentTask, RunSession
+from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
+                      require, run_tool, split_added)
 
 _EXTRA = "langchain"
 require("langchain.agents", _EXTRA)
@@ -134,15 +136,15 @@ def harness_tools(tools: ToolSet, *, ask_user: bool = True) -> list[StructuredTo
 class TetherMiddleware(AgentMiddleware):
     """Records and guards every model call; runs every tool call through the session."""
 
-    def __init__(self, session: RunSession, tools: ToolSet):
+    def __init__(self, session: RunSession, tools: ToolSet, *, max_steps: int = 30):
         super().__init__()
         self.session = session
+        self.max_steps = max_steps
         self.ids = CallIds()
         self.real_ask = ASK_USER in tools
         self._names = set(tools.names()) | {ASK_USER}
         self._lock = asyncio.Lock()        # ToolNode runs a turn's calls concurrently; guards see them in order
         self._model: Any = None
-        attach_finisher(session, self._finish_up)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         s = self.session
@@ -150,6 +152,7 @@ class TetherMiddleware(AgentMiddleware):
         specs = [_spec_of(t) for t in request.tools]
         lc_messages = ([request.system_message] if request.system_message is not None else []) + list(request.messages)
         tether_request = ModelRequest(messages=to_tether_messages(lc_messages), tools=specs)
+        check_step_cap(s, self.max_steps)
         sent = await s.before_model(tether_request)
         pinned, hints = split_added(tether_request.messages, sent.messages)
         if pinned or hints:
@@ -165,6 +168,7 @@ class TetherMiddleware(AgentMiddleware):
         tether_response = ModelResponse(decision=decision_of(message, specs, sent.step), usage=_usage(message))
         recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))
         self.ids.learn([c.get("id") for c in message.tool_calls if c["name"] != ASK_USER], recorded)
+        remember(s, tether_request, recorded)
         await s.after_model(tether_response)
         return response
 
@@ -177,7 +181,8 @@ class TetherMiddleware(AgentMiddleware):
                                   call["args"], real_ask_user=self.real_ask)
         return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=call["name"])
 
-    async def _finish_up(self, request: ModelRequest) -> ModelResponse:
+    async def ask_model(self, request: ModelRequest) -> ModelResponse:
+        """The agent's chat model, asked directly with no tools (a guard's finish-up)."""
         if self._model is None:
             raise RuntimeError("the agent made no model call yet")
         message = await self._model.ainvoke(from_tether_messages(request.messages))
@@ -198,9 +203,11 @@ class LangChainAgent:
         self.factory = factory
         self.name = name
         self.ask_user = ask_user
+        self._runs: PerRun[TetherMiddleware] = PerRun()
 
-    async def run(self, session: RunSession, task: AgentTask) -> None:
-        middleware = TetherMiddleware(session, task.tools)
+    async def run(self, session: RunSession, task: AgentTask) -> str:
+        middleware = TetherMiddleware(session, task.tools, max_steps=task.max_steps)
+        self._runs[session] = middleware
         agent = self.factory(harness_tools(task.tools, ask_user=self.ask_user), [middleware])
         messages: list[BaseMessage] = [SystemMessage(content=task.system_prompt)] if task.system_prompt else []
         for turn in task.history:
@@ -210,7 +217,15 @@ class LangChainAgent:
         # the session's step cap ends the run, not LangGraph's recursion limit
         state = await agent.ainvoke({"messages": messages}, config={"recursion_limit": 4 * task.max_steps + 10})
         final = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        await session.final(_text(final.content) if final is not None else "")
+        reply = _text(final.content) if final is not None else ""
+        await session.final(reply)
+        return reply
+
+    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
+        """A guard stopped the run: its finish-up request goes to the agent's own chat model."""
+        middleware = self._runs.get(session)
+        ask = middleware.ask_model if middleware is not None and middleware._model is not None else None
+        return await finish_up(session, stop, self.name, ask)
 
 
 # -- a LangChain chat model backed by any tether Model -------------------------------------

@@ -28,11 +28,11 @@ from typing import Any, Sequence
 
 from ..guards import Guard
 from ..messages import ToolCallRequest
-from ..runtime.runner import RunConfig
+from ..errors import RunStop
+from ..runtime import RunConfig, RunSession
 from ..status import TerminalStatus
 from ..tools import Tool, ToolResult, ToolSet
 from ._common import require
-from ._compat import RunSession, RunStop
 
 require("mcp", "mcp")
 
@@ -126,7 +126,10 @@ class GuardedMCPProxy:
     def finish(self) -> Any:
         if self.result is None:
             if self.stopped is not None:
-                self.result = self.session.finish(self.stopped.status, self.stopped.reply, self.stopped.reason)
+                stop, reply = self.stopped, self.stopped.reply
+                if stop.verdict is not None and self.session.stopped_by is not None:   # the budget's ledger
+                    reply = self.session.stopped_by.on_stop(self.session.ctx(), stop.verdict, reply)
+                self.result = self.session.finish(stop.status, reply, stop.reason)
             else:
                 self.result = self.session.finish(TerminalStatus.COMPLETED, "",
                                                   f"MCP client disconnected after {self.calls} call(s)")

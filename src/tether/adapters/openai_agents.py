@@ -36,8 +36,10 @@ from typing import Any
 from ..messages import Decision, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
 from ..tools import ToolSet
-from ._common import ASK_USER, CallIds, decision_from, harness_specs, require, run_tool, split_added
-from ._compat import AgentTask, RunSession, RunStop, attach_finisher
+from ..errors import RunStop
+from ..runtime import AgentTask, RunSession
+from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
+                      require, run_tool, split_added)
 
 _EXTRA = "openai-agents"
 require("agents", _EXTRA)
@@ -173,9 +175,11 @@ class TetherHooks(RunHooks):
     """Records each model response and asks the guards after it (``on_llm_end``);
     :meth:`input_filter` is the ``call_model_input_filter`` that asks them before."""
 
-    def __init__(self, session: RunSession, ids: CallIds):
+    def __init__(self, session: RunSession, ids: CallIds, *, max_steps: int = 30):
         self.session = session
         self.ids = ids
+        self.max_steps = max_steps
+        self._request: ModelRequest | None = None
         self._specs: list[ToolSpec] = []
         self._step = 0
         self._t0 = 0.0
@@ -186,7 +190,9 @@ class TetherHooks(RunHooks):
         self._specs = _specs(data.agent)
         request = ModelRequest(messages=to_tether_messages(model_data.input, instructions=model_data.instructions),
                                tools=self._specs)
+        check_step_cap(s, self.max_steps)
         sent = await s.before_model(request)
+        self._request = request
         self._step = sent.step
         pinned, hints = split_added(request.messages, sent.messages)
         if pinned or hints:
@@ -203,6 +209,8 @@ class TetherHooks(RunHooks):
         recorded = self.session.record_response(tether_response,
                                                 latency_ms=round((time.perf_counter() - self._t0) * 1000, 3))
         self.ids.learn(sdk_ids, recorded)
+        if self._request is not None:
+            remember(self.session, self._request, recorded)
         await self.session.after_model(tether_response)
 
 
@@ -234,6 +242,7 @@ class OpenAIAgentsAgent:
         self.run_config = run_config or SdkRunConfig()
         self.ask_user = ask_user
         self.name = name or f"openai-agents:{getattr(agent, 'name', 'agent')}"
+        self._model_obj: Any = None
 
     def _model(self) -> Any:
         model = self.agent.model
@@ -241,24 +250,28 @@ class OpenAIAgentsAgent:
             return self.run_config.model_provider.get_model(model)
         return model
 
-    async def run(self, session: RunSession, task: AgentTask) -> None:
+    async def ask_model(self, request: ModelRequest) -> ModelResponse:
+        """The agent's own model, asked directly with no tools (a guard's finish-up)."""
+        if self._model_obj is None:
+            self._model_obj = self._model()
+        response = await self._model_obj.get_response(
+            None, from_tether_messages(request.messages), ModelSettings(), [], None, [], ModelTracing.DISABLED,
+            previous_response_id=None, conversation_id=None, prompt=None)
+        decision, _ = decision_of(response, [])
+        return ModelResponse(decision=decision, usage=_usage(response))
+
+    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
+        """A guard stopped the run: its finish-up request goes to the agent's own model."""
+        return await finish_up(session, stop, self.name, self.ask_model)
+
+    async def run(self, session: RunSession, task: AgentTask) -> str:
         import dataclasses
 
         ids = CallIds()
-        hooks = TetherHooks(session, ids)
+        hooks = TetherHooks(session, ids, max_steps=task.max_steps)
         agent = self.agent.clone(tools=[*self.agent.tools, *harness_tools(session, task.tools, ids,
                                                                             ask_user=self.ask_user)],
                                  instructions=task.system_prompt or self.agent.instructions)
-        model = self._model()
-
-        async def finish_up(request: ModelRequest) -> ModelResponse:
-            response = await model.get_response(None, from_tether_messages(request.messages), ModelSettings(), [],
-                                                None, [], ModelTracing.DISABLED, previous_response_id=None,
-                                                conversation_id=None, prompt=None)
-            decision, _ = decision_of(response, [])
-            return ModelResponse(decision=decision, usage=_usage(response))
-
-        attach_finisher(session, finish_up)
         items: list[dict[str, Any]] = [{"role": "user" if t.role == "user" else "assistant", "content": t.content}
                                        for t in task.history]
         if task.message is not None:
@@ -273,7 +286,9 @@ class OpenAIAgentsAgent:
             if stop is not None:
                 raise stop from None
             raise
-        await session.final(str(result.final_output or ""))
+        reply = str(result.final_output or "")
+        await session.final(reply)
+        return reply
 
 
 # -- serving a tether Model as an OpenAI chat-completions endpoint (offline runs) ----------------

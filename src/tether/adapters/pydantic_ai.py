@@ -31,8 +31,10 @@ from typing import Any
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
 from ..tools import ToolSet
-from ._common import ASK_USER, CallIds, decision_from, harness_specs, require, run_tool, split_added
-from ._compat import AgentTask, RunSession, attach_finisher
+from ..errors import RunStop
+from ..runtime import AgentTask, RunSession
+from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
+                      require, run_tool, split_added)
 
 _EXTRA = "pydantic-ai"
 require("pydantic_ai", _EXTRA)
@@ -178,12 +180,12 @@ def harness_toolset(session: RunSession, tools: ToolSet, ids: CallIds | None = N
 class TetherCapability(AbstractCapability[Any]):
     """Harness tools in, every model request guarded and recorded."""
 
-    def __init__(self, session: RunSession, tools: ToolSet, *, ask_user: bool = True):
+    def __init__(self, session: RunSession, tools: ToolSet, *, max_steps: int = 30, ask_user: bool = True):
         self.session = session
+        self.max_steps = max_steps
         self.ids = CallIds()
         self._toolset = harness_toolset(session, tools, self.ids, ask_user=ask_user)
         self._model: Any = None
-        attach_finisher(session, self._finish_up)
 
     def get_toolset(self) -> Any:
         return self._toolset
@@ -196,6 +198,7 @@ class TetherCapability(AbstractCapability[Any]):
         instructions = _instructions(request_context.messages)
         request = ModelRequest(messages=to_tether_messages(request_context.messages, instructions=instructions),
                                tools=specs)
+        check_step_cap(s, self.max_steps)
         sent = await s.before_model(request)
         pinned, hints = split_added(request.messages, sent.messages)
         if pinned or hints:
@@ -209,11 +212,12 @@ class TetherCapability(AbstractCapability[Any]):
         recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))
         self.ids.learn([p.tool_call_id for p in response.parts if isinstance(p, pm.ToolCallPart)
                         and p.tool_name != ASK_USER], recorded)
+        remember(s, request, recorded)
         await s.after_model(tether_response)
         return response
 
-    async def _finish_up(self, request: ModelRequest) -> ModelResponse:
-        """A guard's finish-up: the agent's own model, asked once more with no tools."""
+    async def ask_model(self, request: ModelRequest) -> ModelResponse:
+        """The agent's own model, asked directly with no tools (a guard's finish-up)."""
         if self._model is None:
             raise RuntimeError("the agent made no model request yet")
         response = await self._model.request(from_tether_messages(request.messages), None,
@@ -255,9 +259,11 @@ class PydanticAIAgent:
         self.ask_user = ask_user
         model = getattr(agent, "model", None)
         self.name = name or f"pydantic-ai:{getattr(model, 'model_name', model) or 'agent'}"
+        self._runs: PerRun[TetherCapability] = PerRun()
 
-    async def run(self, session: RunSession, task: AgentTask) -> None:
-        capability = TetherCapability(session, task.tools, ask_user=self.ask_user)
+    async def run(self, session: RunSession, task: AgentTask) -> str:
+        capability = TetherCapability(session, task.tools, max_steps=task.max_steps, ask_user=self.ask_user)
+        self._runs[session] = capability
         history: list[Any] = []
         for turn in task.history:
             if turn.role == "user":
@@ -270,7 +276,15 @@ class PydanticAIAgent:
             # the session's step cap and budget guard end the run, not the framework's own limit
             usage_limits=UsageLimits(request_limit=None),
         )
-        await session.final(str(result.output))
+        reply = str(result.output)
+        await session.final(reply)
+        return reply
+
+    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
+        """A guard stopped the run: its finish-up request goes to the agent's own model."""
+        capability = self._runs.get(session)
+        ask = capability.ask_model if capability is not None and capability._model is not None else None
+        return await finish_up(session, stop, self.name, ask)
 
 
 # -- a pydantic-ai model backed by any tether Model ---------------------------------------
