@@ -199,7 +199,7 @@ class TetherHooks(RunHooks):
             instructions = "\n".join([*pinned, model_data.instructions] if model_data.instructions else pinned)
             model_data = type(model_data)(input=[*model_data.input, *[{"role": "system", "content": h} for h in hints]],
                                           instructions=instructions or None)
-        s.record_request(sent, model=str(getattr(data.agent, "model", "") or ""), params={})
+        s.record_request(sent, model=_model_name(getattr(data.agent, "model", None)), params={})
         self._t0 = time.perf_counter()
         return model_data
 
@@ -212,6 +212,13 @@ class TetherHooks(RunHooks):
         if self._request is not None:
             remember(self.session, self._request, recorded)
         await self.session.after_model(tether_response)
+
+
+def _model_name(model: Any) -> str:
+    if model is None or isinstance(model, str):
+        return model or "default"
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else type(model).__name__
 
 
 def _find_stop(exc: BaseException) -> RunStop | None:
@@ -342,7 +349,10 @@ def tether_responder(model: Model):
     def respond(recorded: Any) -> Decision:
         request = request_from_chat_body(recorded.body or {})
         response = asyncio.run(model.request(request))   # a server thread: its own event loop
-        return response.decision
+        # call ids as a provider makes them: unique per answer (the SDK skips a call whose id it has answered)
+        calls = [c.model_copy(update={"id": f"call_{len(request.messages)}_{i}_{c.id}"})
+                 for i, c in enumerate(response.decision.tool_calls)]
+        return response.decision.model_copy(update={"tool_calls": calls})
 
     return respond
 
