@@ -90,7 +90,6 @@ async def check_loop_hinted_then_stopped(make_agent, cases, framework_module: st
 
     from tether.errors import RunStop
     from tether.models import resolve_model
-    from tether.runtime import drive
     from tether.status import TerminalStatus
 
     case = cases["C4-LD-01"]
@@ -119,7 +118,6 @@ async def check_loop_hinted_then_stopped(make_agent, cases, framework_module: st
     # finish-up: one last request to the framework's own model, without tools
     assert model.requests[-1].tools == [] and result.reply and "search_flights" in result.reply
     assert t.finished.reason.startswith("4th identical call")
-    _ = drive
 
 
 async def check_budget_stops_before_the_call(make_agent, cases) -> None:

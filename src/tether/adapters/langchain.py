@@ -28,7 +28,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
-from ..models import Model, ModelRequest, ModelResponse
+from ..models import ModelRequest, ModelResponse
 from ..tools import ToolSet
 from ..errors import RunStop
 from ..runtime import AgentTask, RunSession

@@ -38,7 +38,7 @@ from ..models import Model, ModelRequest, ModelResponse
 from ..tools import ToolSet
 from ..errors import RunStop
 from ..runtime import AgentTask, RunSession
-from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
+from ._common import (ASK_USER, CallIds, check_step_cap, decision_from, finish_up, harness_specs, remember,
                       require, run_tool, split_added)
 
 _EXTRA = "openai-agents"
