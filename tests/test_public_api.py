@@ -3,6 +3,7 @@ import tether
 
 def test_public_names_are_pinned():
     assert sorted(tether.__all__) == sorted([
+        "Agent", "AgentTask", "RunSession", "RunStop", "run_task",
         "CaseFileError", "Decision", "DecisionKind", "FunctionModel", "Message", "Model", "ModelFailure",
         "ModelRequest", "ModelRequestsForbidden", "ModelResponse", "RunConfig", "RunFailure", "RunResult",
         "ScriptExhausted", "ScriptLeftover", "ScriptedModel", "TerminalStatus", "TetherError", "Tool",

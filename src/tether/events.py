@@ -340,8 +340,11 @@ class Trajectory:
         return out
 
     def digest(self) -> str:
-        """sha256 of the canonical events: what results and exports pin a run by."""
-        return events_digest(e.model_dump(mode="json") for e in self.events)
+        """sha256 of the canonical events of the run's own record, up to and
+        including its first ``run_finished`` (judge events appended later do not
+        change it): what results and exports pin a run by."""
+        end = next((i for i, e in enumerate(self.events) if isinstance(e, RunFinished)), len(self.events) - 1)
+        return events_digest(e.model_dump(mode="json") for e in self.events[:end + 1])
 
     # -- files ------------------------------------------------------------
     def to_jsonl(self) -> str:

@@ -30,7 +30,7 @@ def test_case_list_and_show():
 
 
 def test_case_validate_reports_file_line_field(tmp_path):
-    good = run("case", "validate", "src/tether/evals/suites/c4")
+    good = run("case", "validate", "src/tether/c4/cases")
     assert good.exit_code == 0 and good.output.count("ok ") == 12
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: X\ntitle: t\ndimension: LD\ninput:\n  message: hi\nmax_steps: lots\ncriteria: []\n",

@@ -10,7 +10,7 @@ from tether.cli import app
 from tether.evals.results import Results
 
 runner = CliRunner()
-C4_DIR = Path(__file__).resolve().parents[2] / "src" / "tether" / "evals" / "suites" / "c4"
+C4_DIR = Path(__file__).resolve().parents[2] / "src" / "tether" / "c4" / "cases"
 
 
 @pytest.fixture(scope="module")

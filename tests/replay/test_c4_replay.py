@@ -16,7 +16,7 @@ from tether.evals.simulator import ScriptedUser
 from tether.models import resolve_model
 from tether.runtime import RunConfig, RunResult, Turn
 from tether.tools import ToolSet
-from tether.tools.catalog import scenario_toolset
+from tether.c4.catalog import scenario_toolset
 from tether.tools.injection import CaseInjection
 from tether.replay import Cassette, Environment, Replayer, ToolResultMismatch, record_run
 

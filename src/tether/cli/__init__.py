@@ -1,47 +1,98 @@
-"""The ``tether`` command. One module per command group."""
+"""The ``tether`` command. One module per command group, each imported only when used.
+
+``COMMANDS`` maps a command name to the module and object that implement it
+and a one-line summary; ``tether --help`` prints the summaries without
+importing any command module, so it starts fast.
+"""
 
 from __future__ import annotations
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from . import case as case_cmd
-from . import diff as diff_cmd
-from . import eval as eval_cmd
-from . import guard_check as guard_check_cmd
-from . import guard_mcp as guard_mcp_cmd
-from . import review as review_cmd
-from . import resume as resume_cmd
-from . import run as run_cmd
-from . import runs as runs_cmd
-from . import score as score_cmd
+# name -> (module, attribute, kind, summary). kind "command": a function (its
+# module's HELP-like text is the attribute named by the 5th item); "group": a Typer app.
+COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
+    "eval": ("eval", "eval_command", "command", "Run an evaluation suite (c4 or a folder of cases) against models or agents.", "HELP"),
+    "run": ("run", "run_command", "command", "Run one case step by step, guarded and stored.", "HELP"),
+    "runs": ("runs", "app", "group", "Runs in the store: list, show, export, import.", None),
+    "resume": ("resume", "resume_command", "command", "Continue an interrupted or paused run.", "RESUME_HELP"),
+    "approve": ("resume", "approve_command", "command", "Decide a pending approval and continue the run.", "APPROVE_HELP"),
+    "guard-check": ("guard_check", "guard_check_command", "command", "Would my guards have caught this? Replay a run through a guard stack.", "HELP"),
+    "case": ("case", "app", "group", "List, show, validate and write case files.", None),
+    "score": ("score", "score_command", "command", "Re-score a results file from its stored runs (optionally with a judge).", "HELP"),
+    "review": ("review", "app", "group", "Human review of rubric criteria: export a sheet, import verdicts.", None),
+    "diff": ("diff", "diff_command", "command", "Compare two results files or runs: steps, args, recovery, terminal.", "HELP"),
+    "baseline": ("diff", "baseline_app", "group", "Accept a results file as the baseline; list baselines.", None),
+    "guard": ("guard_mcp", "app", "group", "Guard another agent's tools: a guarded proxy in front of an MCP server.", None),
+}
+
+ROOT_HELP = """Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.
+
+\b
+Examples:
+  tether eval c4                        # the C4 suite, three calibration agents, offline
+  tether eval c4 --model policy:steady --trials 3 --json results.json
+  tether eval c4 --agent examples/agents/pydantic_ai_agent.py:build
+  tether run C4-LD-01 --model policy:stubborn --guards on
+  tether runs list                      # every run in the store, eval trials included
+  tether case validate my-case.yaml     # file:line:column [field] errors
+
+Each command has its own --help with examples."""
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose subcommands are imported on first use."""
+
+    _summaries_only = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module_name, attr, kind, summary, help_attr = spec
+        if self._summaries_only:        # the root --help: a summary is all it shows
+            return click.Command(name, help=summary, short_help=summary)
+        import importlib
+
+        module = importlib.import_module(f".{module_name}", __name__)
+        obj = getattr(module, attr)
+        if kind == "group":
+            command = typer.main.get_command(obj)
+        else:
+            single = typer.Typer(rich_markup_mode="rich", pretty_exceptions_enable=False)
+            single.command(name, help=getattr(module, help_attr) if help_attr else None,
+                           no_args_is_help=name not in ("eval",))(obj)
+            command = typer.main.get_command(single)
+        command.name = name
+        return command
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Plain click formatting: Typer's rich help pulls in markdown rendering (~0.2 s).
+        self._summaries_only = True
+        try:
+            click.Group.format_help(self, ctx, formatter)
+        finally:
+            self._summaries_only = False
+
 
 app = typer.Typer(
     name="tether",
-    help=(
-        "Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.\n\n"
-        "Examples:\n\n"
-        "  tether eval c4                          # the C4 suite against the three calibration agents, offline\n\n"
-        "  tether eval c4 --model policy:steady --trials 3 --json results.json\n\n"
-        "  tether run C4-LD-01 --model policy:stubborn --guards on   # one case, step by step\n\n"
-        "  tether case list                        # the cases of the built-in C4 suite\n\n"
-        "  tether case validate my-case.yaml       # check a case file, with file:line [field] errors"
-    ),
+    cls=LazyGroup,
+    help=ROOT_HELP,
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-app.add_typer(case_cmd.app, name="case")
-app.command("eval", help=eval_cmd.HELP, no_args_is_help=False)(eval_cmd.eval_command)
-app.command("run", help=run_cmd.HELP, no_args_is_help=True)(run_cmd.run_command)
-app.add_typer(runs_cmd.app, name="runs")
-app.command("resume", help=resume_cmd.RESUME_HELP, no_args_is_help=True)(resume_cmd.resume_command)
-app.command("approve", help=resume_cmd.APPROVE_HELP, no_args_is_help=True)(resume_cmd.approve_command)
-app.command("guard-check", help=guard_check_cmd.HELP, no_args_is_help=True)(guard_check_cmd.guard_check_command)
-app.command("score", help=score_cmd.HELP, no_args_is_help=True)(score_cmd.score_command)
-app.add_typer(review_cmd.app, name="review")
-app.command("diff", help=diff_cmd.HELP, no_args_is_help=True)(diff_cmd.diff_command)
-app.add_typer(diff_cmd.baseline_app, name="baseline")
-app.add_typer(guard_mcp_cmd.app, name="guard")
+
+
+@app.callback()
+def _root() -> None:
+    """Keep LLM tool-using agents on a short leash."""
 
 
 def main() -> None:

@@ -36,7 +36,7 @@ def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or
         table.add_column(col, overflow="fold")
     for c in cases:
         crit = f"{len(c.auto_criteria)} auto, {len(c.judge_criteria)} judge"
-        table.add_row(c.id, c.dimension.value, c.difficulty, c.title, ", ".join(c.tools), crit)
+        table.add_row(c.id, c.dimension, c.difficulty, c.title, ", ".join(c.tools), crit)
     console.print(table)
 
 

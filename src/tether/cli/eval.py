@@ -32,6 +32,8 @@ Examples:
 
   tether eval c4 --model policy:stubborn --guards off --guards on   # what the guards change
 
+  tether eval c4 --model policy:stubborn --sweep loop.max_identical=3,5,10   # a threshold, side by side
+
   tether eval c4 --model openai:gpt-4.1-mini --judge openai:gpt-4.1 --judge-samples 3
 
   tether eval ./my-cases --model policy:steady --case 'MY-*'
@@ -53,6 +55,7 @@ def eval_command(
     judge_samples: Annotated[int, typer.Option(min=1, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
+    sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
 ) -> None:
     models = model or CALIBRATION
     with user_errors():
@@ -66,6 +69,9 @@ def eval_command(
         for m in models:
             resolve_model(m)   # fail fast on an unknown spec
         stacks = {spec: guard_stack(spec) for spec in (guards or ["off"])}
+        if sweep:
+            from ..evals.sweep import parse_sweep, sweep_stacks
+            stacks = sweep_stacks(*parse_sweep(sweep), base=guards[0] if guards else "on")
         config = EvalConfig(trials=trials, concurrency=concurrency, out_dir=out, max_steps=max_steps,
                             guard_stacks=stacks, simulator=simulator)
         total = len(models) * len(cases) * trials * len(config.guard_stacks)
@@ -96,7 +102,10 @@ def eval_command(
                           "kept out of the agent's score", style="yellow", highlight=False)
             for f in run.simulator_fault_trials:
                 console.print(f"  {f.case_id} trial {f.trial}: {f.reason}", highlight=False)
-    if len(config.guard_stacks) > 1:
+    if sweep:
+        from ..evals.sweep import render_sweep
+        render_sweep(results, console, list(stacks))
+    elif len(config.guard_stacks) > 1:
         render_guard_comparison(results, console)
     if judging is not None:
         from .score import render_judging

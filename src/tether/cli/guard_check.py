@@ -26,6 +26,8 @@ Examples:
   tether guard-check tether-runs/policy_stubborn/off/C4-LD-01/trial-0.jsonl
 
   tether guard-check run.jsonl --guards loop
+
+  tether guard-check run.jsonl --json      # every trip as JSON, for other tools
 """
 
 
@@ -33,6 +35,7 @@ def guard_check_command(
     trace: Annotated[Path, typer.Argument(help="a trace file written by tether (JSON Lines)")],
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
 ) -> None:
     with user_errors():
         if not trace.exists():
@@ -41,6 +44,11 @@ def guard_check_command(
         t = Trajectory.load(trace)
         stack = guard_stack(guards)()
         trips = asyncio.run(check_trace(t, stack))
+    if as_json:
+        _print_json(trace, guards, t, trips)
+        if any(trip.verdict.action in ("stop", "escalate") for trip in trips):
+            raise typer.Exit(3)
+        return
     started = t.started
     calls = len(t.tool_calls(executed_only=True))
     console.print(f"{trace}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
@@ -79,3 +87,22 @@ def guard_check_command(
                   f"{first_stop.verdict.message}. The original run went on to step {steps}, "
                   f"making {calls_after} more tool call(s).", highlight=False, soft_wrap=True)
     raise typer.Exit(3)
+
+
+def _print_json(trace: Path, guards: str, t: Trajectory, trips: list) -> None:
+    """Every trip, in order, for other tools: the tool call it happened at
+    (1-based count of tool calls so far; 0 before the first), rule, verdict, numbers."""
+    import json
+
+    from ..events import ToolCallEvent
+
+    calls_at: dict[int, int] = {}
+    n = 0
+    for event in t:
+        n += isinstance(event, ToolCallEvent)
+        calls_at[event.seq] = n
+    doc = {"trace": str(trace), "guards": guards, "events": len(t), "status": str(t.status) if t.status else None,
+           "trips": [{"event": trip.seq, "call": calls_at.get(trip.seq, 0), "step": trip.step, "guard": trip.guard,
+                      "rule": trip.verdict.rule, "verdict": trip.verdict.action, "after_stop": trip.after_stop,
+                      "numbers": dict(trip.verdict.numbers), "message": trip.verdict.message} for trip in trips]}
+    print(json.dumps(doc, ensure_ascii=False, indent=2))

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..errors import CaseFileError, FileLocation, UsageError
 from ..evals import Case, load_suite
 from ..evals.judge import DEFAULT_CACHE_DIR, Judge
-from ..evals.loader import BUILTIN_SUITES
+from ..evals.loader import builtin_suites
 from ..evals.rescore import ScoredResults, rescore_results, trace_dir
 from ..report import render_attributions, render_cases, render_summary
 from ._common import console, user_errors
@@ -59,7 +59,7 @@ def load_results(path: Path) -> ScoredResults:
 def load_cases(results: ScoredResults, sources: list[str] | None) -> list[Case]:
     if sources:
         return load_suite(*sources)
-    if results.suite in BUILTIN_SUITES:
+    if results.suite in builtin_suites():
         return load_suite(results.suite)
     raise UsageError(f"the results come from suite {results.suite!r}, which is not built in: "
                      "point at its cases with --cases DIR")

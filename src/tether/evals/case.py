@@ -7,7 +7,6 @@ trajectory, and rubric criteria for a judge. See ``docs/cases.md``.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -217,18 +216,26 @@ Criterion = Annotated[
 ]
 
 
-class Dimension(StrEnum):
-    LD = "LD"   # loop detection
-    DR = "DR"   # deadlock recovery
-    PA = "PA"   # premature abandonment (rate of failures: lower is better)
-    AR = "AR"   # abandonment rationality
+# A dimension is an open label (a suite declares which way its rates are
+# better, see tether.plugins.Suite); the C4 suite uses LD, DR, PA and AR.
+Dimension = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
+
+
+class MockToolSpec(_Strict):
+    """A tool declared by schema alone: the case's ``tool_mock`` / ``tool_intercept``
+    answer it; a call no mock matches gets a ``not_found`` error."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    side_effect: bool = False
 
 
 class Case(_Strict):
     version: int = CASE_VERSION
     id: str
     title: str
-    suite: str = "c4"
+    suite: str = ""          # set from the suite the file was loaded from when empty
     dimension: Dimension
     difficulty: Literal["easy", "medium", "hard"] = "hard"
     context_type: Literal["synthetic", "organic"] = "synthetic"
@@ -236,7 +243,14 @@ class Case(_Strict):
     skill_enabled: bool = False
     scoring: list[Literal["auto", "judge", "human"]] = Field(default_factory=lambda: ["auto"])
     input: CaseInput
-    tools: list[str] = Field(default_factory=list, description="catalog tools the agent sees")
+    tools: list[str] = Field(default_factory=list, description="the tools the agent sees, by name (from the "
+                             "world, the toolset factory or mock_tools); empty with a toolset: all of its tools")
+    world: str | None = Field(default=None, description="the registered world (tool catalog) tools come from; "
+                              "default: the one world that has every named tool")
+    toolset: str | None = Field(default=None, description="'package.module:factory' returning a ToolSet of your "
+                                "own tools")
+    mock_tools: list[MockToolSpec] = Field(default_factory=list, description="tools declared by schema, answered "
+                                           "only by this case's tool_mock / tool_intercept")
     tool_config: list[ToolConfig] = Field(default_factory=list)
     persona: Persona | None = None
     max_steps: int = 30

@@ -190,7 +190,7 @@ def render_run(trajectory: Trajectory) -> str:
 
 def judge_messages(case: Case, criterion: Rubric, trajectory: Trajectory) -> list[Message]:
     """The judge request for one criterion: the system prompt and one user message."""
-    parts = [f"## Case {case.id} · {case.title} (dimension {case.dimension.value})"]
+    parts = [f"## Case {case.id} · {case.title} (dimension {case.dimension})"]
     task = case.input.message or next((t.content for t in reversed(case.input.history) if t.role == "user"), "")
     if task:
         parts.append(f"User's task: {task}")

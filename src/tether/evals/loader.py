@@ -6,7 +6,6 @@ PyYAML's composer keeps the line of every node; a pydantic error location
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -16,7 +15,11 @@ from pydantic import ValidationError
 from ..errors import CaseFileError, FileLocation, UsageError
 from .case import Case
 
-BUILTIN_SUITES = ("c4",)
+def builtin_suites() -> list[str]:
+    """Suites registered through the ``tether.suites`` entry points (c4 is one)."""
+    from ..plugins import suites
+
+    return sorted(suites())
 
 
 def _node_at(root: yaml.Node | None, loc: Iterable[Any]) -> yaml.Node | None:
@@ -111,16 +114,24 @@ def _data_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def semantic_problems(case: Case, root: yaml.Node | None, path: str) -> list[tuple[FileLocation, str]]:
     """Checks the schema cannot express: tools exist, configs name visible tools."""
-    from ..tools.catalog import catalog_names
+    from .world import missing_tools
 
-    known = set(catalog_names())
     problems = []
+    try:
+        missing, offered = missing_tools(case)
+    except UsageError as exc:
+        field = "toolset" if case.toolset else "world"
+        node = _node_at(root, (field,))
+        return [(FileLocation(path, _line(node), field=field), str(exc))]
     for i, name in enumerate(case.tools):
-        if name not in known:
+        if name in missing:
             node = _node_at(root, ("tools", i))
             problems.append((FileLocation(path, _line(node), field=f"tools.{i}"),
-                             f"unknown tool {name!r}; the scenario catalog has: {', '.join(sorted(known))}"))
-    for name in sorted(case.configured_tools - set(case.tools)):
+                             f"unknown tool {name!r}; known tools: {', '.join(sorted(set(offered))) or '(none)'}"))
+    visible = set(case.tools) or {m.name for m in case.mock_tools}
+    if case.toolset and not case.tools:
+        visible |= set(offered)
+    for name in sorted(case.configured_tools - visible):
         node = _node_at(root, ("tool_config",))
         problems.append((FileLocation(path, _line(node), field="tool_config"),
                          f"tool {name!r} is intercepted or mocked but not listed under tools:"))
@@ -147,16 +158,32 @@ def load_case(path: str | Path) -> Case:
 
 
 def case_files(source: str | Path) -> list[Path]:
-    """YAML files of a suite: a built-in suite name, a directory, or one file."""
-    if isinstance(source, str) and source in BUILTIN_SUITES:
-        root = resources.files("tether.evals") / "suites" / source
+    """YAML files of a suite: a registered suite name, a directory, or one file."""
+    from ..plugins import suites
+
+    if isinstance(source, str) and source in suites():
+        root = suites()[source].cases
         return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
     path = Path(source)
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
     if path.is_file():
         return [path]
-    raise UsageError(f"no suite named {source!r} and no such file or directory (built-in suites: {', '.join(BUILTIN_SUITES)})")
+    raise UsageError(f"no suite named {source!r} and no such file or directory "
+                     f"(registered suites: {', '.join(builtin_suites()) or '(none)'})")
+
+
+def suite_name(source: str | Path) -> str:
+    """The suite a source's cases belong to when they do not say: its registered name or its folder's name."""
+    from ..plugins import suites
+
+    if isinstance(source, str) and source in suites():
+        return source
+    folder = (Path(source) if Path(source).is_dir() else Path(source).parent).resolve()
+    for name, suite in suites().items():
+        if Path(str(suite.cases)).resolve() == folder:
+            return name
+    return folder.name or "cases"
 
 
 def load_suite(*sources: str | Path) -> list[Case]:
@@ -164,11 +191,16 @@ def load_suite(*sources: str | Path) -> list[Case]:
     cases: list[Case] = []
     problems: list[tuple[FileLocation, str]] = []
     for source in sources:
+        default = suite_name(source)
         for f in case_files(source):
             try:
-                cases.append(load_case(f))
+                case = load_case(f)
             except CaseFileError as exc:
                 problems.extend(exc.problems)
+                continue
+            if not case.suite:
+                case = case.model_copy(update={"suite": default})
+            cases.append(case)
     if problems:
         raise CaseFileError(problems)
     ids = [c.id for c in cases]

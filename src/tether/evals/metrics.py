@@ -5,16 +5,28 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..events import Trajectory
-from .case import Case, Dimension
+from .case import Case
 from .results import Attribution, CaseResult, Counters, DimensionMetrics, FailureMode, TrialResult
 from .scoring import TrialScore, Verdict, combine, strategy_kinds, unsuccessful
 
-DIMENSIONS = {
-    Dimension.LD: ("loop detection rate", "higher"),
-    Dimension.DR: ("deadlock recovery rate", "higher"),
-    Dimension.PA: ("premature abandonment rate", "lower"),
-    Dimension.AR: ("abandonment rationality rate", "higher"),
-}
+def dimension_info(suite: str, dimension: str) -> tuple[str, str]:
+    """(display name, which way is better) of a dimension, as its suite declares it."""
+    from ..plugins import suites
+
+    found = suites().get(suite)
+    if found is None:
+        return f"{dimension} pass rate", "higher"
+    return (found.dimension_names.get(dimension, f"{dimension} pass rate"),
+            found.better.get(dimension, "higher"))
+
+
+def dimension_order(suite: str, dimension: str) -> tuple[int, str]:
+    """Dimensions in the order their suite declares them, then by name."""
+    from ..plugins import suites
+
+    found = suites().get(suite)
+    order = list(found.better) if found is not None else []
+    return (order.index(dimension) if dimension in order else len(order), dimension)
 
 
 def counters(t: Trajectory) -> Counters:
@@ -99,7 +111,7 @@ def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
     k = len(scored)
     passes = sum(1 for tr in scored if tr.verdict == Verdict.PASS)
     return CaseResult(
-        case_id=case.id, title=case.title, dimension=case.dimension.value,
+        case_id=case.id, title=case.title, dimension=case.dimension,
         verdict=combine(tr.verdict for tr in scored),
         auto_verdict=combine(tr.auto_verdict for tr in scored),
         pass_at_1=round(passes / k, 4) if k else 0.0,
@@ -110,19 +122,22 @@ def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
 
 def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, DimensionMetrics]:
     out: dict[str, DimensionMetrics] = {}
-    grouped: dict[Dimension, list[CaseResult]] = defaultdict(list)
-    faults: dict[Dimension, int] = defaultdict(int)
+    grouped: dict[str, list[CaseResult]] = defaultdict(list)
+    faults: dict[str, int] = defaultdict(int)
+    suite_of: dict[str, str] = {}
     for case, result in cases:
+        suite_of.setdefault(case.dimension, case.suite)
         faults[case.dimension] += sum(1 for tr in result.trials if tr.simulator_fault)
         if scored_trials(result.trials) or not result.trials:   # all trials simulator faults: left out
             grouped[case.dimension].append(result)
-    for dim, (name, better) in DIMENSIONS.items():
+    for dim in sorted(suite_of, key=lambda d: dimension_order(suite_of[d], d)):
+        name, better = dimension_info(suite_of[dim], dim)
         results = grouped.get(dim, [])
         if not results and not faults[dim]:
             continue
         counts = {v: sum(1 for r in results if r.verdict == v) for v in Verdict}
         autos = {v: sum(1 for r in results if r.auto_verdict == v) for v in Verdict}
-        out[dim.value] = DimensionMetrics(
+        out[dim] = DimensionMetrics(
             name=name, better=better,
             rate=_rate(counts, better), auto_rate=_rate(autos, better), cases=len(results),
             passed=counts[Verdict.PASS], failed=counts[Verdict.FAIL],

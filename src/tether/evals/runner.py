@@ -17,13 +17,12 @@ from ..guards import Guard
 from ..models import Model, resolve_model
 from ..runtime import RunConfig, Turn, run_agent
 from ..tools import ToolSet
-from ..tools.catalog import scenario_toolset
-from ..tools.injection import CaseInjection
 from .case import Case
 from .metrics import attribute, case_result, counters, dimension_metrics, failure_modes
 from .results import ModelRunResult, Results, TrialResult
 from .scoring import score_trajectory
 from .simulator import PersonaUser, make_user
+from .world import case_toolset
 
 REFERENCE_SYSTEM_PROMPT = (
     "你是一个会使用工具的助手。根据用户的请求调用合适的工具；工具失败或结果为空时，"
@@ -58,9 +57,7 @@ def case_world(case: Case, *, seed: int = 0, simulator: str | Model = "scripted"
     """The tools an agent sees in ``case`` (a fresh scenario world with the
     case's intercepts and mocks in front) and its simulated user, if any
     (``simulator``: "scripted", a model spec or a Model)."""
-    toolset = scenario_toolset(case.tools, now=datetime.fromisoformat(case.input.now), seed=seed)
-    toolset = toolset.with_layer(CaseInjection(case.tool_config))
-    return toolset, make_user(case.persona, simulator)
+    return case_toolset(case, seed=seed), make_user(case.persona, simulator)
 
 
 async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalConfig = EvalConfig(),

@@ -74,15 +74,19 @@ class BudgetGuard(BaseGuard):
             return 0.0
         return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
-    def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Verdict | None:
+    def __post_init__(self) -> None:
         b = self.budget
         limits = {"input_tokens": b.max_input_tokens, "output_tokens": b.max_output_tokens,
                   "total_tokens": b.max_total_tokens, "cost": b.max_cost, "seconds": b.max_seconds,
                   "tool_calls": b.max_tool_calls, "model_calls": b.max_model_calls}
-        for dim, limit in limits.items():
-            if limit is None or dim not in projected:
+        self._limits = tuple((dim, limit) for dim, limit in limits.items() if limit is not None)
+
+    def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Verdict | None:
+        b = self.budget
+        for dim, limit in self._limits:
+            value = projected.get(dim)
+            if value is None:
                 continue
-            value = projected[dim]
             if value > limit:
                 return Verdict("stop", f"budget.{dim}",
                                f"{dim.replace('_', ' ')} budget exhausted: {_fmt(value)} projected, limit {_fmt(limit)}",

@@ -1,7 +1,12 @@
-"""Models named by spec strings: ``policy:steady``, ``openai:gpt-4.1-mini``.
+"""Models named by spec strings: ``openai:gpt-4.1-mini``, ``policy:steady``, ``mypkg.models:make``.
 
-A spec is ``prefix:rest``. Each prefix has a factory; third parties can add
-their own with :func:`register_model_prefix`.
+A spec is ``prefix:rest``. Each prefix has a factory ``factory(rest) -> Model``:
+the provider adapters are built in; packages add theirs through the
+``tether.models`` entry-point group (the C4 wing registers ``policy`` that
+way) or :func:`register_model_prefix`. A spec whose prefix is a module path
+or a ``.py`` file (``mypkg.models:make``, ``./my_model.py:MyModel``) loads
+that object from your code and calls it with no arguments (a class is
+instantiated), so your own Model needs no registration.
 """
 
 from __future__ import annotations
@@ -31,14 +36,24 @@ def _lazy(module: str, attr: str) -> ModelFactory:
 
 
 def _builtin() -> None:
-    if "policy" not in _FACTORIES:
-        from .policies import make_policy
+    from .. import plugins
 
-        _FACTORIES["policy"] = make_policy
+    for name in plugins.registered("tether.models"):
+        if name not in _FACTORIES:
+            _FACTORIES[name] = _plugin(name)
     # Provider adapters (see docs/models.md); a prefix registered by the user wins.
     _FACTORIES.setdefault("openai", _lazy(".openai_compat", "from_openai_spec"))
     _FACTORIES.setdefault("openai-compat", _lazy(".openai_compat", "from_compat_spec"))
     _FACTORIES.setdefault("anthropic", _lazy(".anthropic", "from_anthropic_spec"))
+
+
+def _plugin(name: str) -> ModelFactory:
+    def factory(rest: str) -> Model:
+        from .. import plugins
+
+        return plugins.get("tether.models", name)(rest)
+
+    return factory
 
 
 def resolve_model(spec: str | Model) -> Model:
@@ -47,9 +62,38 @@ def resolve_model(spec: str | Model) -> Model:
         return spec
     _builtin()
     prefix, sep, rest = spec.partition(":")
-    if not sep or prefix not in _FACTORIES:
-        raise UnknownModelSpec(spec, list(_FACTORIES))
-    return _FACTORIES[prefix](rest)
+    if sep and prefix in _FACTORIES:
+        return _FACTORIES[prefix](rest)
+    if sep and ("." in prefix or "/" in prefix) and rest and "/" not in rest:
+        return _user_model(spec)
+    raise UnknownModelSpec(spec, list(_FACTORIES))
+
+
+def _user_model(spec: str) -> Model:
+    """``module:factory`` or ``file.py:factory`` from the user's code."""
+    from ..errors import UsageError
+    from ..plugins import load_object
+
+    obj = load_object(spec, what="--model")
+    try:
+        model = obj() if callable(obj) and not _is_model(obj) else obj
+    except Exception as exc:
+        raise UsageError(f"--model {spec!r}: calling it failed: {type(exc).__name__}: {exc}") from None
+    if not _is_model(model):
+        raise UsageError(f"--model {spec!r} gave {type(model).__name__}, not a Model (an object with a `name` "
+                         "and an async `request(ModelRequest) -> ModelResponse`)")
+    if not isinstance(getattr(model, "name", None), str):
+        try:
+            model.name = spec
+        except AttributeError:
+            pass
+    return model
+
+
+def _is_model(obj: object) -> bool:
+    import inspect
+
+    return not inspect.isclass(obj) and callable(getattr(obj, "request", None))
 
 
 def known_prefixes() -> list[str]:

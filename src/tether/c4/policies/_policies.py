@@ -20,8 +20,8 @@ from datetime import date
 
 from ...errors import UsageError
 from ...messages import Decision
-from .._base import ModelRequest, ModelResponse
-from ..doubles import _estimate_usage
+from ...models._base import ModelRequest, ModelResponse
+from ...models.doubles import _estimate_usage
 from ._extract import DEFAULT_TODAY, parse_task
 from ._finish import finish_up, is_finish_up
 from ._planner import tool_infos

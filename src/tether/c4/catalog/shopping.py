@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import Lexicon, compact
 from ._world import World, enum, ok, schema, text
 

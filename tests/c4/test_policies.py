@@ -12,9 +12,9 @@ import pytest
 from tether.errors import UsageError
 from tether.messages import DecisionKind, Message, ToolCallRequest, canonical_json
 from tether.models import ModelRequest, resolve_model
-from tether.models.policies import POLICY_NAMES, QuitterPolicy, SteadyPolicy, StubbornPolicy, make_policy
-from tether.models.policies._assess import Status, assess, ids_for
-from tether.models.policies._extract import parse_task, resolve_date
+from tether.c4.policies import POLICY_NAMES, QuitterPolicy, SteadyPolicy, StubbornPolicy, make_policy
+from tether.c4.policies._assess import Status, assess, ids_for
+from tether.c4.policies._extract import parse_task, resolve_date
 from tether.runtime import RunConfig, Turn, run_agent, run_agent_sync
 from tether.tools import Tool, ToolResult, ToolSet
 
@@ -468,13 +468,13 @@ def test_stubborn_stopped_by_the_loop_guard_explains():
 
 
 # -- the C4 suite, end to end ----------------------------------------------------------------
-SUITE = Path(__file__).resolve().parents[2] / "src" / "tether" / "evals" / "suites" / "c4"
+SUITE = Path(__file__).resolve().parents[2] / "src" / "tether" / "c4" / "cases"
 
 
 def _run_case(case_id: str, policy: str):
     from tether.evals.loader import load_case
     from tether.evals.simulator import ScriptedUser
-    from tether.tools.catalog import scenario_toolset
+    from tether.c4.catalog import scenario_toolset
     from tether.tools.injection import CaseInjection
 
     case = load_case(SUITE / f"{case_id}.yaml")

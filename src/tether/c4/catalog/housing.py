@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import compact
 from ._world import World, fail, find_named, ok, schema, text
 

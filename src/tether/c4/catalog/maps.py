@@ -16,7 +16,7 @@ import heapq
 from datetime import timedelta
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import GramIndex, Lexicon, compact
 from ._world import World, enum, fail, haversine_km, ok, schema, text
 

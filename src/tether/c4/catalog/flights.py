@@ -14,7 +14,7 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import compact
 from ._world import World, fail, find_named, haversine_km, ok, schema, text
 

@@ -12,7 +12,7 @@ import yaml
 
 from tether.errors import UsageError
 from tether.tools import ToolSet
-from tether.tools.catalog import catalog_names, scenario_tools, scenario_toolset
+from tether.c4.catalog import catalog_names, scenario_tools, scenario_toolset
 from tether.tools.injection import CaseInjection, ToolMock
 
 C4_TOOLS = {
@@ -383,7 +383,7 @@ def test_unmocked_calls_fall_through_to_the_world():
 
 
 def test_data_files_are_plain_utf8():
-    folder = resources.files("tether.tools.catalog").joinpath("data")
+    folder = resources.files("tether.c4.catalog").joinpath("data")
     files = [f for f in folder.iterdir() if f.name.endswith(".yaml")]
     assert len(files) == 8
     for f in files:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import GramIndex
 from ._world import World, enum, fail, ok, schema, text
 

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Iterable
 
 from ...errors import UsageError
-from .._tool import Tool, ToolSet
+from ...tools._tool import Tool, ToolSet
 from . import flights, housing, maps, shopping, social, travel, websearch
 from ._world import DEFAULT_NOW, World
 

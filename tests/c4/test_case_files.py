@@ -16,7 +16,7 @@ import yaml
 from tether.evals.case import Case, ToolIntercept, _Counted
 
 REPO = Path(__file__).resolve().parents[2]
-SUITE = REPO / "src" / "tether" / "evals" / "suites" / "c4"
+SUITE = REPO / "src" / "tether" / "c4" / "cases"
 SEED_PATH = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "000_24efcd20298eeeaa.txt"
 
 # The seed announces 13 cases (「实际产出 13 条」) but specifies 12.
@@ -97,8 +97,10 @@ def test_file_loads_and_validates(path: Path):
     assert list(raw) == [k for k in KEY_ORDER if k in raw], "keys out of the agreed order"
     case = Case.model_validate(raw)
     assert case.id == path.stem
-    assert case.id.split("-")[1] == case.dimension.value
-    assert case.suite == "c4"
+    assert case.id.split("-")[1] == case.dimension
+    assert case.suite == ""                          # the file does not say; the suite it is loaded from does
+    from tether.evals import load_suite
+    assert load_suite(path)[0].suite == "c4"
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])

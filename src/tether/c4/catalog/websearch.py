@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import GramIndex
 from ._world import World, ok, schema, text
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .._tool import ToolResult
+from ...tools._tool import ToolResult
 from ._text import compact
 
 DEFAULT_NOW = datetime(2026, 4, 7, 10, 0, tzinfo=timezone(timedelta(hours=8)))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tool import Tool
+from ...tools._tool import Tool
 from ._text import GramIndex, Lexicon, compact
 from ._world import World, fail, ok, schema, text
 

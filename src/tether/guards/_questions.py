@@ -1,0 +1,60 @@
+"""Question loops: the agent asks the user again what the user would not answer.
+
+A question counts as *repeated* when it shares enough content with an earlier
+question whose reply was a refusal ("不想说", "I'd rather not say") or a
+non-answer ("嗯", "whatever", "I don't know"). Content is compared cheaply and
+language-agnostically: CJK character bigrams plus Latin words of 3+ letters
+that are not filler, overlap divided by the smaller set. No model is asked.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+REFUSALS = (
+    "不想说", "不说", "就不说", "不告诉", "不想告诉", "不方便", "不愿意", "不想透露", "不透露", "无可奉告", "别问", "不要问",
+    "不想回答", "不回答", "保密", "关你什么事", "算了", "不订了",
+    "rather not", "won't say", "will not say", "not telling", "not going to tell", "don't want to say",
+    "do not want to say", "don't want to tell", "none of your business", "no comment", "prefer not",
+    "not saying", "stop asking",
+)
+NON_ANSWERS = frozenset({
+    "嗯", "哦", "啊", "呃", "随便", "都行", "不知道", "不清楚", "不确定", "没想好", "再说", "再说吧", "…", "...", "?", "？",
+    "hmm", "whatever", "idk", "i don't know", "dunno", "not sure", "no idea", "anything",
+})
+_FILLER = frozenset({
+    "the", "and", "you", "your", "are", "can", "could", "would", "will", "please", "tell", "which", "what", "when",
+    "where", "how", "that", "this", "for", "with", "from", "have", "has", "need", "know", "let", "me", "so", "i",
+    "to", "do", "did", "does", "is", "it", "of", "in", "on", "a", "an", "also", "again", "just", "like", "want",
+    "okay", "sure", "thanks", "thank", "provide", "share", "give", "some", "any", "about",
+})
+_CJK_FILLER = frozenset({"请问", "好的", "为了", "您的", "你的", "一下", "可以", "告诉", "请提", "提供", "什么", "是什", "么？"})
+_WORD = re.compile(r"[a-z]{3,}")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text or "").casefold().split())
+
+
+def is_refusal(reply: str) -> bool:
+    """A refusal or a non-answer: the question did not get what it asked for."""
+    t = _norm(reply).strip(" 。.!！~～")
+    if not t or t in NON_ANSWERS:
+        return True
+    return any(r in t for r in REFUSALS)
+
+
+def content(text: str) -> frozenset[str]:
+    t = _norm(text)
+    grams = {run[i:i + 2] for run in _CJK_RUN.findall(t) for i in range(len(run) - 1)}
+    grams -= _CJK_FILLER
+    words = {w.rstrip("s") for w in _WORD.findall(t) if w not in _FILLER}
+    return frozenset(grams | words)
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))

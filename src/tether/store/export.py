@@ -1,0 +1,56 @@
+"""A stored run as a self-contained file, and back.
+
+An export is the run's events as JSON Lines, exactly the trace format
+(``tether.events``, version 2): the first line is ``run_started`` (run id,
+model, case, kind, eval id, tool specs), the run's own record ends with
+``run_finished``; judge events appended after it come last. Loading an
+export into another store gives the same run with the same digest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import CaseFileError, FileLocation, UsageError
+from ..events import RunFinished, RunStarted, Trajectory
+
+
+def export_run(store: Any, run_id: str) -> str:
+    """The run's events as UTF-8 JSON Lines (raises UsageError for an unknown run)."""
+    if store.get_run(run_id) is None:
+        raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
+    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store.events(run_id))
+
+
+def load_run(store: Any, run_id: str) -> Trajectory:
+    """A stored run's events as a Trajectory."""
+    from ..events import EVENT_ADAPTER
+
+    if store.get_run(run_id) is None:
+        raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
+    return Trajectory(EVENT_ADAPTER.validate_python(e) for e in store.events(run_id))
+
+
+def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, bool]:
+    """Store an exported run; returns (run id, whether it was new). The same run
+    imported twice is a no-op; another run under an id already stored is an error."""
+    trajectory = Trajectory.from_jsonl(text, path=path)
+    started = trajectory.started
+    if started is None or not trajectory.events or not isinstance(trajectory.events[0], RunStarted):
+        raise CaseFileError([(FileLocation(path, 1), "not a tether run export: the first event must be run_started")])
+    digest = trajectory.digest()
+    existing = store.get_run(started.run_id)
+    if existing is not None:
+        if existing.get("digest") == digest:
+            return started.run_id, False
+        raise UsageError(f"run {started.run_id!r} is already in {store.path} with other events "
+                         f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
+    store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
+                     kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
+    store.append_events(started.run_id, [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
+    finished = next((e for e in trajectory.events if isinstance(e, RunFinished)), None)
+    if finished is not None:
+        store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason, digest=digest,
+                         error_kind=finished.error_kind)
+    return started.run_id, True
