@@ -10,7 +10,7 @@ server = MCPServer("flaky-reports")
 @server.tool()
 def fetch_report(report_id: str) -> str:
     """Fetch a report by id."""
-    raise ToolError(f"report {report_id}: upstream timed out")
+    raise ToolError(f"report {report_id}: access denied for this account")
 
 
 @server.tool()

@@ -54,7 +54,7 @@ async def test_same_failing_call_is_told_to_stop_by_the_4th_call(tmp_path):
 
     # 1st and 2nd: the server's own error; 3rd: still the server's error, plus the guard's hint
     for r in results[:3]:
-        assert r.is_error and "upstream timed out" in _text(r)
+        assert r.is_error and "access denied for this account" in _text(r)
     assert "[tether] 3rd identical call to fetch_report" in _text(results[2])
     # 4th: told to stop, the server is not called; every later call is refused
     assert results[3].is_error
@@ -80,7 +80,7 @@ async def test_guards_off_passes_everything_through_and_records_the_run(tmp_path
             await client.initialize()
             results = [await client.call_tool("fetch_report", {"report_id": "r-7"}) for _ in range(5)]
             ok = await client.call_tool("add", {"a": 40, "b": 2})
-    assert all(r.is_error and "upstream timed out" in _text(r) for r in results)
+    assert all(r.is_error and "access denied for this account" in _text(r) for r in results)
     assert not ok.is_error and "42" in _text(ok)
     run = SQLiteStore(db).get_run("mcp-test")
     assert run["status"] == "completed"

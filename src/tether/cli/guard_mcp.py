@@ -15,6 +15,13 @@ app = typer.Typer(help="Put tether's guards in front of another agent's tools.\n
                        "Example:\n\n  tether guard mcp --guards on -- python my_mcp_server.py",
                   no_args_is_help=True)
 
+
+
+@app.callback()
+def _guard() -> None:
+    """Put tether's guards in front of another agent's tools (a group, even with one subcommand)."""
+
+
 MCP_HELP = """Serve an MCP server's tools over stdio, with the guard stack applied to every call.
 
 Starts COMMAND ARGS... as the upstream MCP server (stdio), and serves the same tools on this
