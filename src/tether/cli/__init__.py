@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     "review": ("review", "app", "group", "Human review of rubric criteria: export a sheet, import verdicts.", None),
     "diff": ("diff", "diff_command", "command", "Compare two results files or runs: steps, args, recovery, terminal.", "HELP"),
     "baseline": ("diff", "baseline_app", "group", "Accept a results file as the baseline; list baselines.", None),
+    "guard": ("guard_mcp", "app", "group", "Guard another agent's tools: a guarded proxy in front of an MCP server.", None),
 }
 
 ROOT_HELP = """Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.

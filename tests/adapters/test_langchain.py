@@ -1,0 +1,36 @@
+"""The LangChain v1 adapter, offline with the real langchain (create_agent + TetherChatModel)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("langchain.agents", reason="the LangChain adapter needs langchain>=1: pip install 'tether[langchain]'")
+
+from langchain.agents import create_agent  # noqa: E402
+
+from tether.adapters.langchain import LangChainAgent, TetherChatModel  # noqa: E402
+
+from .conftest import (check_blocked_call_is_read_by_the_model, check_budget_stops_before_the_call,  # noqa: E402
+                       check_loop_hinted_then_stopped, check_runs_c4_like_tethers_loop)
+
+
+def make_agent(model):
+    chat = TetherChatModel(model=model)
+    return LangChainAgent(lambda tools, mw: create_agent(chat, tools=tools, middleware=mw), name=f"langchain:{model.name}")
+
+
+@pytest.mark.parametrize("policy,guards", [("steady", "off"), ("stubborn", "on"), ("quitter", "on")])
+async def test_runs_the_c4_suite_like_tethers_loop(c4_cases, policy, guards):
+    await check_runs_c4_like_tethers_loop(make_agent, c4_cases, policy, guards)
+
+
+async def test_looping_agent_is_hinted_then_stopped_inside_langgraph(c4_cases):
+    await check_loop_hinted_then_stopped(make_agent, c4_cases, "langgraph")
+
+
+async def test_budget_stops_before_the_call_that_would_exceed(c4_cases):
+    await check_budget_stops_before_the_call(make_agent, c4_cases)
+
+
+async def test_blocked_call_is_an_error_result_the_model_reads(c4_cases):
+    await check_blocked_call_is_read_by_the_model(make_agent, c4_cases)
