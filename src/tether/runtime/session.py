@@ -22,6 +22,7 @@ driver catches it and finishes the run. Nothing here is C4-specific.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import os
 import socket
@@ -211,6 +212,7 @@ class RunSession:
         self._sent: dict[str, list[Message]] = {}      # last full request per role, for deltas
         self.stopped_by: Any = None
         self.finished: RunResult | None = None
+        self._tool_lock: asyncio.Lock | None = None
         from .gates import default_gates
         self.gates = default_gates(self)
         if holder is None:
@@ -357,6 +359,8 @@ class RunSession:
         """Start a step: ask the guards, then return the request to send with the
         pinned text first and undelivered hints last. Raises RunStop."""
         s = self.state
+        if s.step >= self.config.max_steps:
+            raise RunStop(TerminalStatus.STEP_LIMIT, s.last_text, f"step cap {self.config.max_steps} reached")
         s.step += 1
         messages = list(request.messages)
         pinned = self.chain.pinned(self.ctx())
@@ -462,7 +466,14 @@ class RunSession:
     async def tool(self, call: ToolCallRequest) -> ToolResult:
         """One tool call through the guards, the gates and the harness's tools,
         recorded. Raises RunStop when a guard or a gate ends the run (the call's
-        result is recorded first)."""
+        result is recorded first). Calls are made one at a time, in the order
+        they arrive, even when a framework runs a turn's calls concurrently."""
+        if self._tool_lock is None:
+            self._tool_lock = asyncio.Lock()
+        async with self._tool_lock:
+            return await self._tool(call)
+
+    async def _tool(self, call: ToolCallRequest) -> ToolResult:
         s = self.state
         self.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name, arguments=call.arguments))
         verdict = await self.ask("before_tool", call)
