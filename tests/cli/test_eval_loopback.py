@@ -42,8 +42,9 @@ def make_judge():
 
 
 @pytest.fixture()
-def servers(monkeypatch):
+def servers(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_COMPAT_API_KEY", SECRET)
+    monkeypatch.chdir(tmp_path)          # the judge cache (.tether-cache/) goes here, not into the repository
     with FakeOpenAIServer(responder=agent) as a, FakeOpenAIServer(responder=make_judge()) as j:
         yield a, j
 

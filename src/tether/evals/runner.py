@@ -14,6 +14,7 @@ any :class:`~tether.runtime.Agent` (``--agent module:factory``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import secrets
@@ -76,8 +77,17 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """A slug of at most ``limit`` characters; long ones keep a hash of the whole
+    (two model specs sharing a long prefix still get distinct run ids)."""
+    slug = _slug(text)
+    if len(slug) <= limit:
+        return slug
+    return f"{slug[:limit - 9]}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
+
+
 def trial_run_id(eval_id: str, label: str, guards: str, case_id: str, trial: int) -> str:
-    return f"{eval_id}-{_slug(label)}-{_slug(guards)}-{case_id}-t{trial}"
+    return f"{eval_id}-{_short(label)}-{_short(guards, 24)}-{_short(case_id)}-t{trial}"
 
 
 def case_world(case: Case, *, seed: int = 0, simulator: str | Model = "scripted") -> tuple[ToolSet, PersonaUser | None]:
