@@ -102,6 +102,7 @@ def test_an_unreachable_model_is_an_error_never_a_verdict(tmp_path):
     assert {e["error_kind"] for e in run["error_trials"]} == {"infrastructure"}
     trial = run["cases"][0]["trials"][0]
     assert trial["criteria"] == [] and trial["attribution"] is None and trial["status"] == "error"
+    assert "[2 attempts, 1 retry" in trial["error"]          # nobody listening: one retry, not four attempts
     with allow_model_requests():
         allowed = CliRunner().invoke(app, args + ["--max-errors", "4", "-q"], catch_exceptions=False)
     assert allowed.exit_code == 0, allowed.output

@@ -274,8 +274,9 @@ async def send_with_retries(
                            f"{max(left, 0):g}s left of max_total_wait={policy.max_total_wait:g}s", status)
             raise fail(reason, f"gave up: {what}; the next backoff ({delay:.2f}s) would pass "
                                f"max_total_wait={policy.max_total_wait:g}s", status)
+        allowed = min(policy.max_retries, policy.max_connect_retries) if connect_failed else policy.max_retries
         log.warning("%s: %s (attempt %d of %d); retrying in %.2fs%s", model, redact(what, secrets), attempts,
-                    policy.max_retries + 1, delay, " (Retry-After)" if retry_after is not None else "")
+                    allowed + 1, delay, " (Retry-After)" if retry_after is not None else "")
         await options.sleep(delay)
         waited += delay
         stats.retries += 1
