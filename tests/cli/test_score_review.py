@@ -122,8 +122,11 @@ def test_old_or_unknown_versions_are_refused_naming_the_file(evaluated, tmp_path
 def test_score_reproduces_the_verdicts_after_another_eval(tmp_path):
     """The old bug: a second eval overwrote the first one's traces and score rescored `a` from `b`'s."""
     store = tmp_path / "t.db"
-    assert run("eval", "c4", "-m", "policy:stubborn", "--store", store, "--json", tmp_path / "a.json", "-q").exit_code == 0
-    assert run("eval", "c4", "-m", "policy:steady", "--store", store, "--json", tmp_path / "b.json", "-q").exit_code == 0
+    some = ["-c", "C4-LD-*", "-c", "C4-AR-*"]
+    assert run("eval", "c4", "-m", "policy:stubborn", *some, "--store", store, "--json", tmp_path / "a.json",
+               "-q").exit_code == 0
+    assert run("eval", "c4", "-m", "policy:steady", *some, "--store", store, "--json", tmp_path / "b.json",
+               "-q").exit_code == 0
     out = run("score", tmp_path / "a.json", "--json", tmp_path / "a2.json", "-q")
     assert out.exit_code == 0, out.output
     a, a2 = (json.loads((tmp_path / n).read_text(encoding="utf-8")) for n in ("a.json", "a2.json"))
