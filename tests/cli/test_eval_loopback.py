@@ -59,7 +59,7 @@ def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path):
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     [run] = doc["runs"]
-    assert len(run["cases"]) == 12
+    assert len(run["cases"]) == 16
     rubric = [(c["case_id"], cr) for c in run["cases"] for t in c["trials"] for cr in t["criteria"] if cr["kind"] == "judge"]
     assert rubric and all(cr["verdict"] in ("pass", "fail", "unclear") for _, cr in rubric)    # none left unjudged
     assert all(cr["judged_by"].startswith("llm:") for _, cr in rubric)
