@@ -85,7 +85,7 @@ def test_an_unreachable_model_is_an_error_never_a_verdict(tmp_path):
     """Nothing listens on port 9: every trial ends in error (infrastructure), the
     results hold no pass or fail and no rate, and the exit code says so."""
     spec = "openai-compat:http://127.0.0.1:9/v1#none"
-    args = ["eval", "c4", "--model", spec, "-c", "C4-LD-0*", "-c", "C4-AR-01", "--store", str(tmp_path / "t.db"),
+    args = ["eval", "c4", "--model", spec, "-c", "C4-LD-0[1-3]", "-c", "C4-AR-01", "--store", str(tmp_path / "t.db"),
             "--json", str(tmp_path / "c.json")]
     with allow_model_requests():
         res = CliRunner().invoke(app, args, catch_exceptions=False)

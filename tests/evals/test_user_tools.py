@@ -124,7 +124,7 @@ def test_a_toolset_factory_on_the_path(tmp_path, monkeypatch):
     import mytools_path
 
     assert mytools_path.CALLS, "lookup_order (the user's function) was never called"
-    trace = (tmp_path / "runs" / trial["trace"]).read_text(encoding="utf-8")
+    trace = (tmp_path / "runs" / f"{trial['run_id']}.jsonl").read_text(encoding="utf-8")
     sources = {json.loads(line).get("source") for line in trace.splitlines() if '"tool_result"' in line}
     assert "intercept" in sources and "tool" in sources
     assert by_id["SHOP-02"]["trials"][0]["verdict"] == "pass"
