@@ -215,15 +215,29 @@ class SQLiteStore:
     def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
                   case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
-        where, params = [], []
-        for column, value in (("eval_id", eval_id), ("model", model), ("case_id", case_id), ("status", status),
-                              ("kind", kind)):
-            if value is not None:
-                where.append(f"{column} GLOB ?")
-                params.append(value)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created DESC, rowid DESC LIMIT ?"
+        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
+        sql = "SELECT * FROM runs" + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
         return [_run(r) for r in self._rows(sql, (*params, limit))]
+
+    def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
+                   status: str | None = None, kind: str | None = None) -> int:
+        """How many runs match the filters of :meth:`list_runs`."""
+        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
+        return self._rows("SELECT COUNT(*) AS c FROM runs" + where, tuple(params))[0]["c"]
+
+    def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
+        """run id -> (checkpoints, pending approvals), in two queries for the whole list."""
+        ckpts: dict[str, int] = {}
+        waiting: dict[str, int] = {}
+        for i in range(0, len(run_ids), 500):          # SQLite bounds the number of ? per statement
+            chunk = tuple(run_ids[i:i + 500])
+            marks = ",".join("?" * len(chunk))
+            ckpts.update((r[0], r[1]) for r in self._rows(
+                f"SELECT run_id, COUNT(*) FROM checkpoints WHERE run_id IN ({marks}) GROUP BY run_id", chunk))
+            waiting.update((r[0], r[1]) for r in self._rows(
+                f"SELECT run_id, COUNT(*) FROM approvals WHERE run_id IN ({marks}) AND status='pending' "
+                "GROUP BY run_id", chunk))
+        return {rid: (ckpts.get(rid, 0), waiting.get(rid, 0)) for rid in run_ids}
 
     # -- evals ---------------------------------------------------------------------
     def create_eval(self, eval_id: str, suite: str, config: dict) -> None:
@@ -370,6 +384,15 @@ def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
     seqs = [seq for seq, _ in events]
     return RunFailure(f"run {run_id}: events {seqs[0]}..{seqs[-1]} overlap events already stored; events are "
                       "append-only (is another process driving this run?)")
+
+
+def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
+    where, params = [], []
+    for column, value in filters.items():
+        if value is not None:
+            where.append(f"{column} GLOB ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def _run(r: sqlite3.Row) -> dict:
