@@ -223,3 +223,20 @@ def test_import_refuses_what_is_not_a_run(store_with_evals, tmp_path):
     res = invoke("runs", "import", str(path), "--store", db)
     assert res.exit_code == 2 and "already in" in res.output and "never overwritten" in res.output
     assert invoke("runs", "import", str(tmp_path / "missing.jsonl"), "--store", db).exit_code == 2
+
+
+def test_runs_show_and_guard_check_a_version_1_run(tmp_path):
+    lines = [
+        {"type": "run_started", "version": 1, "run_id": "v1", "model": "legacy", "tools": ["search"], "seq": 0},
+        {"type": "user_message", "content": "找鞋", "seq": 1},
+        {"type": "model_request", "step": 1, "message_count": 2, "tools": ["search"], "request_hash": "h", "seq": 2},
+        {"type": "model_decision", "step": 1, "kind": "final", "text": "没有", "seq": 3},
+        {"type": "run_finished", "status": "completed", "reply": "没有", "steps": 1, "seq": 4},
+    ]
+    trace = tmp_path / "v1.jsonl"
+    trace.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in lines), encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    assert invoke("runs", "import", str(trace), "--store", db).exit_code == 0
+    out = invoke("runs", "show", "v1", "--store", db).output
+    assert "trace v1" in out and "messages not recorded: a version 1 trace" in out and "找鞋" in out
+    assert invoke("guard-check", "v1", "--store", db).exit_code == 0

@@ -26,7 +26,9 @@ from typing import Any
 
 import orjson
 
-SCHEMA_VERSION = 2
+from . import _delta
+
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -68,8 +70,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     step INTEGER NOT NULL,
     phase TEXT NOT NULL,
     event_count INTEGER NOT NULL,    -- events persisted when it was taken
-    state BLOB NOT NULL,             -- UTF-8 JSON
+    state BLOB NOT NULL,             -- UTF-8 JSON: the state, or a delta against checkpoint `base`
     created REAL NOT NULL,
+    base INTEGER,                    -- NULL for a full state, or the full checkpoint this delta is against
     PRIMARY KEY (run_id, n)
 );
 CREATE TABLE IF NOT EXISTS effects (
@@ -107,6 +110,7 @@ _MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
     2: [("runs", "kind", "TEXT NOT NULL DEFAULT 'run'"), ("runs", "eval_id", "TEXT"),
         ("runs", "trial", "INTEGER NOT NULL DEFAULT 0"), ("runs", "guards", "TEXT NOT NULL DEFAULT 'off'"),
         ("runs", "digest", "TEXT"), ("runs", "error_kind", "TEXT")],
+    3: [("checkpoints", "base", "INTEGER")],      # delta checkpoints (store/_delta.py)
 }
 
 
@@ -133,6 +137,7 @@ class SQLiteStore:
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._chains: dict[str, _Chain] = {}
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -153,12 +158,12 @@ class SQLiteStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 existing = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if "runs" in existing:      # an older store: add the columns it lacks, then the new tables
-                    have = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
-                    for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
-                        for table, column, definition in _MIGRATIONS.get(target, []):
-                            if column not in have:
-                                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                # an older store: add the columns its tables lack, then create the tables it lacks
+                for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+                    for table, column, definition in _MIGRATIONS.get(target, []):
+                        have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                        if table in existing and column not in have:
+                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
@@ -202,6 +207,7 @@ class SQLiteStore:
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
+        self._chains.pop(run_id, None)
         self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=? WHERE run_id=?",
                  (status, reply, reason, time.time(), digest, error_kind, run_id))
 
@@ -209,14 +215,14 @@ class SQLiteStore:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
 
     def get_run(self, run_id: str) -> dict | None:
-        rows = self._rows("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        rows = self._rows(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
         return _run(rows[0]) if rows else None
 
     def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
                   case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
         where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
-        sql = "SELECT * FROM runs" + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
+        sql = _SELECT_RUNS + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
         return [_run(r) for r in self._rows(sql, (*params, limit))]
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
@@ -278,7 +284,7 @@ class SQLiteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)", rows)
+                self._db.executemany(_INSERT_EVENT, rows)
                 self._db.execute("COMMIT")
             except sqlite3.IntegrityError:
                 self._db.execute("ROLLBACK")
@@ -296,34 +302,63 @@ class SQLiteStore:
     # -- checkpoints -------------------------------------------------------------
     def save_checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict,
                         events: list[tuple[int, dict]] = ()) -> int:
-        """A checkpoint, with the events recorded since the previous one, in one transaction."""
+        """A checkpoint, with the events recorded since the previous one, in one
+        transaction (one statement when there are no events). The state is
+        stored whole, or as a delta against the run's last full checkpoint
+        (store/_delta.py); :meth:`latest_checkpoint` gives it back whole."""
+        event_rows = [(run_id, seq, _state_json(e)) for seq, e in events]
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if events:
-                    try:
-                        self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)",
-                                             [(run_id, seq, _state_json(e)) for seq, e in events])
-                    except sqlite3.IntegrityError:
+            for attempt in (1, 2):
+                chain = self._chains.get(run_id)
+                if chain is None:
+                    chain = self._chains[run_id] = _Chain(self._next_checkpoint(run_id))
+                n = chain.next
+                delta = _delta.encode(state, chain.base_lists) if chain.base is not None else None
+                row = (run_id, n, step, phase, event_count, _state_json(delta if delta is not None else state),
+                       time.time(), chain.base if delta is not None else None)
+                try:
+                    self._write_checkpoint(row, event_rows)
+                except sqlite3.IntegrityError as exc:
+                    if "checkpoints." not in str(exc) and events:
                         raise _duplicate(run_id, events) from None
-                n = self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
-                                     (run_id,)).fetchone()[0]
-                self._db.execute("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created) "
-                                 "VALUES (?,?,?,?,?,?,?)", (run_id, n, step, phase, event_count, _state_json(state), time.time()))
-                self._db.execute("UPDATE runs SET updated=? WHERE run_id=?", (time.time(), run_id))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        return n
+                    self._chains.pop(run_id, None)     # another writer numbered this run on: count again, once
+                    if attempt == 2:
+                        raise
+                    continue
+                chain.next = n + 1
+                if delta is None:       # a new base, unless too small to be worth deltas against
+                    big = _delta.size(state) >= _delta.MIN_ITEMS
+                    chain.base, chain.base_lists = (n, _delta.lists_of(state)) if big else (None, {})
+                return n
+        raise AssertionError("unreachable")
+
+    def _write_checkpoint(self, row: tuple, event_rows: list[tuple]) -> None:
+        if not event_rows:
+            self._db.execute(_INSERT_CHECKPOINT, row)      # autocommit: one statement is one transaction
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(_INSERT_EVENT, event_rows)
+            self._db.execute(_INSERT_CHECKPOINT, row)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _next_checkpoint(self, run_id: str) -> int:
+        return self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
+                                (run_id,)).fetchone()[0]
 
     def latest_checkpoint(self, run_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM checkpoints WHERE run_id=? ORDER BY n DESC LIMIT 1", (run_id,))
         if not rows:
             return None
         r = rows[0]
-        return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"],
-                "state": orjson.loads(r["state"])}
+        state = orjson.loads(r["state"])
+        if r["base"] is not None:
+            base = self._rows("SELECT state FROM checkpoints WHERE run_id=? AND n=?", (run_id, r["base"]))
+            state = _delta.decode(state, orjson.loads(base[0]["state"]))
+        return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"], "state": state}
 
     def checkpoint_count(self, run_id: str) -> int:
         return self._rows("SELECT COUNT(*) AS c FROM checkpoints WHERE run_id=?", (run_id,))[0]["c"]
@@ -378,6 +413,26 @@ class SQLiteStore:
         return _approval(rows[0]) if rows else None
 
 
+# A run's `updated` is its row's last change or its last checkpoint, whichever is later (a checkpoint
+# does not touch the run's row: one statement fewer per step).
+_SELECT_RUNS = ("SELECT *, MAX(updated, COALESCE((SELECT c.created FROM checkpoints c WHERE c.run_id = runs.run_id "
+                "ORDER BY c.n DESC LIMIT 1), 0)) AS last_active FROM runs")
+_INSERT_EVENT = "INSERT INTO events (run_id, seq, event) VALUES (?,?,?)"
+_INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created, base) "
+                      "VALUES (?,?,?,?,?,?,?,?)")
+
+
+class _Chain:
+    """A run's checkpoint numbering and its last full state's lists (for deltas), in memory."""
+
+    __slots__ = ("next", "base", "base_lists")
+
+    def __init__(self, next_n: int):
+        self.next = next_n
+        self.base: int | None = None
+        self.base_lists: dict = {}
+
+
 def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
     from ..errors import RunFailure
 
@@ -397,6 +452,7 @@ def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
 
 def _run(r: sqlite3.Row) -> dict:
     d = dict(r)
+    d["updated"] = d.pop("last_active", d["updated"])
     d["meta"] = json.loads(d["meta"])
     return d
 
