@@ -21,6 +21,7 @@ Reading the latest checkpoint back (what a resume does) is timed too.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -128,7 +129,7 @@ def main() -> None:
                  "large (400 messages), rewritten": same(state(400)),
                  "growing run (2 to 400 messages)": growing}
     print(f"python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; WAL, synchronous=NORMAL for both; "
-          f"median of {WRITES} interleaved checkpoint writes; milliseconds per checkpoint\n")
+          f"median of {WRITES} interleaved checkpoint writes; milliseconds per checkpoint; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| workload | state size | tether SQLiteStore | tether, whole state | LangGraph SqliteSaver "
           "| ratio tether/LangGraph |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -115,7 +115,7 @@ def main() -> None:
     models = [EVENT_ADAPTER.validate_python(e) for e in pool]
     avg = sum(len(orjson.dumps(e)) for e in pool) / len(pool)
     print(f"python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {len(pool)} real events from C4 runs "
-          f"(average {avg:.0f} bytes), cycled; events per second (higher is better)\n")
+          f"(average {avg:.0f} bytes), cycled; events per second (higher is better); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| batch (events per transaction) | tether store, WAL synchronous=NORMAL | same, from Event objects "
           "| JSONL, flush (no fsync) | ratio store/JSONL | tether store, synchronous=FULL | JSONL, fsync per batch "
           "| ratio FULL/fsync |")

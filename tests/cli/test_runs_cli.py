@@ -240,3 +240,27 @@ def test_runs_show_and_guard_check_a_version_1_run(tmp_path):
     out = invoke("runs", "show", "v1", "--store", db).output
     assert "trace v1" in out and "messages not recorded: a version 1 trace" in out and "找鞋" in out
     assert invoke("guard-check", "v1", "--store", db).exit_code == 0
+
+
+def test_the_commands_in_docs_durable_run_as_written(tmp_path, monkeypatch):
+    """Every command of docs/durable.md's block, in an empty folder, in order, with the exit code its comment says."""
+    import shlex
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "durable.md").read_text(encoding="utf-8")
+    block = doc.split("## The commands", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TETHER_STORE", raising=False)
+    for line in filter(None, block.splitlines()):
+        command, _, comment = line.partition("#")
+        expected = int(comment.split("exit ")[1].split(":")[0]) if "exit " in comment else 0
+        stdin = None
+        for i, part in enumerate(command.split(" | ")):
+            part, _, target = part.partition(" > ")
+            args = shlex.split(part)
+            assert args[0] == "tether", line
+            res = runner.invoke(app, args[1:], input=stdin)
+            stdin = res.stdout
+            if target:
+                Path(target.strip()).write_text(res.stdout, encoding="utf-8")
+        assert res.exit_code == expected, f"{line}\n{res.output}"
+    assert {r["run_id"] for r in SQLiteStore("other.db").list_runs()} == {"loop-1", "pa-1"}

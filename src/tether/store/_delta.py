@@ -1,20 +1,22 @@
-"""Checkpoint states stored as deltas against an earlier full state.
+"""Checkpoint states stored as deltas against the run's previous checkpoint.
 
 A run's state grows by appending: the conversation gains a message or two a
 step, the last request of each role likewise. Writing the whole state every
 step writes the same messages again and again (a 400-message conversation is
-~150 KiB per checkpoint). So a checkpoint is either *full* (the state as is)
-or a *delta* against the run's last full checkpoint (its ``base``): for every
-list in the state (top level, or one level down in a dict of lists such as
-``sent``), how many items of the base's list it keeps and the items after
-them; every other value as is. Reading needs two rows at most: the checkpoint
-and its base. A full checkpoint is written again when the delta would carry
-more than ``MAX_ADDED`` items, so deltas stay small, and while the state is
-small (fewer than ``MIN_ITEMS`` list items) a delta is not worth its work.
+~150 KiB per checkpoint). So a checkpoint is either *whole* (the state as is)
+or a *delta* against the run's previous checkpoint: for every list in the
+state (top level, or one level down in a dict of lists such as ``sent``), how
+many items of the previous list it keeps and the items after them; every
+other value as is. A delta row names the whole checkpoint its chain starts
+from (its ``base``), so reading the latest state is one query over at most
+``MAX_CHAIN`` rows. A whole checkpoint starts a new chain every
+``MAX_CHAIN`` checkpoints, or when a delta would carry more than
+``MAX_ADDED`` items; while the state is tiny (fewer than ``MIN_ITEMS`` list
+items) it is always written whole.
 
-The store keeps the base's lists in memory (shallow copies); the items
-themselves must not be changed in place after a checkpoint (the session builds
-a fresh state for every checkpoint).
+The store keeps the previous checkpoint's lists in memory (shallow copies);
+the items themselves must not be changed in place after a checkpoint (the
+session builds a fresh state for every checkpoint).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_ADDED = 64
+MAX_CHAIN = 32
 MIN_ITEMS = 16
 
 Path_ = tuple[str, ...]
@@ -63,9 +66,9 @@ def _common_prefix(a: list, b: list) -> int:
 
 
 def encode(state: dict[str, Any], base: dict[Path_, list]) -> dict[str, Any] | None:
-    """The delta of ``state`` against the lists of a base state, or None when a
-    full checkpoint is better (too much was added). One pass over the state:
-    it runs at every checkpoint."""
+    """The delta of ``state`` against the lists of the previous state, or None
+    when a whole checkpoint is better (too much was added). One pass over the
+    state: it runs at every checkpoint."""
     covered: list[list] = []
     rest: dict[str, Any] = {}
     added = 0
@@ -96,7 +99,7 @@ def encode(state: dict[str, Any], base: dict[Path_, list]) -> dict[str, Any] | N
 
 
 def decode(delta: dict[str, Any], base_state: dict[str, Any]) -> dict[str, Any]:
-    """The full state a delta stands for, given its base's full state."""
+    """The whole state a delta stands for, given the previous checkpoint's whole state."""
     state = dict(delta["rest"])
     base_lists = lists_of(base_state)
     for path, keep, items in delta["lists"]:

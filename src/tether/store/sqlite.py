@@ -70,9 +70,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     step INTEGER NOT NULL,
     phase TEXT NOT NULL,
     event_count INTEGER NOT NULL,    -- events persisted when it was taken
-    state BLOB NOT NULL,             -- UTF-8 JSON: the state, or a delta against checkpoint `base`
+    state BLOB NOT NULL,             -- UTF-8 JSON: the state, or a delta against the previous checkpoint
     created REAL NOT NULL,
-    base INTEGER,                    -- NULL for a full state, or the full checkpoint this delta is against
+    base INTEGER,                    -- NULL for a whole state, or the whole checkpoint its delta chain starts at
     PRIMARY KEY (run_id, n)
 );
 CREATE TABLE IF NOT EXISTS effects (
@@ -304,7 +304,7 @@ class SQLiteStore:
                         events: list[tuple[int, dict]] = ()) -> int:
         """A checkpoint, with the events recorded since the previous one, in one
         transaction (one statement when there are no events). The state is
-        stored whole, or as a delta against the run's last full checkpoint
+        stored whole, or as a delta against the run's previous checkpoint
         (store/_delta.py); :meth:`latest_checkpoint` gives it back whole."""
         event_rows = [(run_id, seq, _state_json(e)) for seq, e in events]
         with self._lock:
@@ -313,7 +313,9 @@ class SQLiteStore:
                 if chain is None:
                     chain = self._chains[run_id] = _Chain(self._next_checkpoint(run_id))
                 n = chain.next
-                delta = _delta.encode(state, chain.base_lists) if chain.base is not None else None
+                delta = None
+                if chain.base is not None and chain.length < _delta.MAX_CHAIN:
+                    delta = _delta.encode(state, chain.lists)
                 row = (run_id, n, step, phase, event_count, _state_json(delta if delta is not None else state),
                        time.time(), chain.base if delta is not None else None)
                 try:
@@ -326,9 +328,13 @@ class SQLiteStore:
                         raise
                     continue
                 chain.next = n + 1
-                if delta is None:       # a new base, unless too small to be worth deltas against
-                    big = _delta.size(state) >= _delta.MIN_ITEMS
-                    chain.base, chain.base_lists = (n, _delta.lists_of(state)) if big else (None, {})
+                if delta is not None:
+                    chain.length += 1
+                    chain.lists = _delta.lists_of(state)
+                elif _delta.size(state) >= _delta.MIN_ITEMS:    # a new chain starts here
+                    chain.base, chain.length, chain.lists = n, 1, _delta.lists_of(state)
+                else:                                           # tiny: whole again next time
+                    chain.base, chain.length, chain.lists = None, 0, {}
                 return n
         raise AssertionError("unreachable")
 
@@ -354,10 +360,14 @@ class SQLiteStore:
         if not rows:
             return None
         r = rows[0]
-        state = orjson.loads(r["state"])
-        if r["base"] is not None:
-            base = self._rows("SELECT state FROM checkpoints WHERE run_id=? AND n=?", (run_id, r["base"]))
-            state = _delta.decode(state, orjson.loads(base[0]["state"]))
+        if r["base"] is None:
+            state = orjson.loads(r["state"])
+        else:       # the chain: its whole checkpoint, then each delta in order
+            chain = self._rows("SELECT state FROM checkpoints WHERE run_id=? AND n BETWEEN ? AND ? ORDER BY n",
+                               (run_id, r["base"], r["n"]))
+            state = orjson.loads(chain[0]["state"])
+            for link in chain[1:]:
+                state = _delta.decode(orjson.loads(link["state"]), state)
         return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"], "state": state}
 
     def checkpoint_count(self, run_id: str) -> int:
@@ -423,14 +433,16 @@ _INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_co
 
 
 class _Chain:
-    """A run's checkpoint numbering and its last full state's lists (for deltas), in memory."""
+    """A run's checkpoint numbering and delta chain, in memory: the whole checkpoint
+    the chain starts from, how long it is, the previous state's lists."""
 
-    __slots__ = ("next", "base", "base_lists")
+    __slots__ = ("next", "base", "length", "lists")
 
     def __init__(self, next_n: int):
         self.next = next_n
         self.base: int | None = None
-        self.base_lists: dict = {}
+        self.length = 0
+        self.lists: dict = {}
 
 
 def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
