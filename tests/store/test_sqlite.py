@@ -132,3 +132,47 @@ def test_list_count_and_filter_runs(tmp_path):
     assert store.get_run("r2")["updated"] > before                  # a checkpoint is activity
     store.create_approval("ap-1", "r2", "pay", {}, "d", "why")
     assert store.run_counts(["r2", "r3"]) == {"r2": (1, 1), "r3": (0, 0)}
+
+
+def test_events_are_chunks_that_truncate_and_migrate(tmp_path):
+    store = SQLiteStore(tmp_path / "t.db")
+    store.create_run("r1")
+    store.append_events("r1", [(i, {"type": "x", "i": i, "text": "第\n行"}) for i in range(5)])
+    store.append_events("r1", [(5, {"type": "y"}), (6, {"type": "z"})])
+    assert [e.get("i", e["type"]) for e in store.events("r1")] == [0, 1, 2, 3, 4, "y", "z"]
+    assert store.events("r1")[0]["text"] == "第\n行"
+    with pytest.raises(RunFailure, match="not consecutive"):
+        store.append_events("r1", [(7, {}), (9, {})])
+    store.truncate_events("r1", 3)                      # inside the first chunk
+    assert [e["i"] for e in store.events("r1")] == [0, 1, 2]
+    store.append_events("r1", [(3, {"type": "again"})])
+    assert [e["type"] for e in store.events("r1")] == ["x", "x", "x", "again"]
+
+
+def test_a_version_2_store_keeps_its_events_and_checkpoints(tmp_path):
+    path = tmp_path / "v2.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE runs (run_id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL, status TEXT NOT NULL,
+            model TEXT NOT NULL DEFAULT '', case_id TEXT, reply TEXT NOT NULL DEFAULT '',
+            reason TEXT NOT NULL DEFAULT '', meta TEXT NOT NULL DEFAULT '{}', kind TEXT NOT NULL DEFAULT 'run',
+            eval_id TEXT, trial INTEGER NOT NULL DEFAULT 0, guards TEXT NOT NULL DEFAULT 'off', digest TEXT,
+            error_kind TEXT);
+        CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL, PRIMARY KEY (run_id, seq));
+        CREATE TABLE checkpoints (run_id TEXT NOT NULL, n INTEGER NOT NULL, step INTEGER NOT NULL,
+            phase TEXT NOT NULL, event_count INTEGER NOT NULL, state BLOB NOT NULL, created REAL NOT NULL,
+            PRIMARY KEY (run_id, n));
+        INSERT INTO runs (run_id, created, updated, status) VALUES ('r', 1, 1, 'running');
+        INSERT INTO events VALUES ('r', 0, CAST('{"type": "run_started", "ü": "你好"}' AS BLOB));
+        INSERT INTO events VALUES ('r', 1, CAST('{"type": "user_message"}' AS BLOB));
+        INSERT INTO checkpoints VALUES ('r', 0, 0, 'before_model', 2, '{"messages": []}', 1.0);
+        PRAGMA user_version=2;
+    """)
+    db.close()
+    store = SQLiteStore(path)
+    assert store.events("r") == [{"type": "run_started", "ü": "你好"}, {"type": "user_message"}]
+    assert store.latest_checkpoint("r")["state"] == {"messages": []}
+    store.append_events("r", [(2, {"type": "model_request"})])
+    with pytest.raises(RunFailure):
+        store.append_events("r", [(1, {"type": "again"})])
+    assert len(store.events("r")) == 3
