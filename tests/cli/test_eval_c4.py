@@ -1,6 +1,7 @@
 """The main job end to end: `tether eval c4` against the calibration agents, offline."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,8 @@ from typer.testing import CliRunner
 
 from tether.cli import app
 from tether.evals.results import Results
+from tether.store import SQLiteStore
+from tether.store.export import load_run
 
 runner = CliRunner()
 C4_DIR = Path(__file__).resolve().parents[2] / "src" / "tether" / "c4" / "cases"
@@ -17,7 +20,7 @@ C4_DIR = Path(__file__).resolve().parents[2] / "src" / "tether" / "c4" / "cases"
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("c4")
     res = runner.invoke(app, ["eval", "c4", "--model", "policy:stubborn", "--model", "policy:quitter",
-                              "--model", "policy:steady", "--out", str(out / "runs"), "--json", str(out / "r.json")],
+                              "--model", "policy:steady", "--store", str(out / "t.db"), "--json", str(out / "r.json")],
                         catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return res.output, json.loads((out / "r.json").read_text(encoding="utf-8")), out
@@ -30,7 +33,8 @@ def verdicts(doc, model, key="verdict"):
 
 def test_results_document_shape(results):
     _, doc, out = results
-    assert (doc["format"], doc["version"], doc["suite"]) == ("tether.results", 1, "c4")
+    assert (doc["format"], doc["version"], doc["suite"]) == ("tether.results", 2, "c4")
+    assert re.fullmatch(r"ev-\d{8}-[0-9a-f]{6}", doc["eval_id"]) and doc["store"] == str(out / "t.db")
     Results.model_validate(doc)
     run = doc["runs"][0]
     assert run["guards"] == "off" and set(run["dimensions"]) == {"LD", "DR", "PA", "AR"}
@@ -39,7 +43,34 @@ def test_results_document_shape(results):
     assert case["case_id"].startswith("C4-") and case["verdict"] in ("pass", "fail", "unclear", "unjudged")
     assert {"verdict", "status", "criteria"} <= set(trial)
     assert {"id", "kind", "verdict"} <= set(trial["criteria"][0])
-    assert (out / "runs" / trial["trace"]).exists()
+    assert trial["run_id"].startswith(doc["eval_id"]) and len(trial["digest"]) == 64 and "trace" not in trial
+
+
+def test_every_trial_is_a_stored_run_of_the_eval(results):
+    output, doc, out = results
+    store = SQLiteStore(out / "t.db")
+    trials = [t for r in doc["runs"] for c in r["cases"] for t in c["trials"]]
+    runs = store.list_runs(100, eval_id=doc["eval_id"])
+    assert len(runs) == len(trials) == 36 and {r["kind"] for r in runs} == {"eval"}
+    assert {r["run_id"] for r in runs} == {t["run_id"] for t in trials}
+    for t in trials[:3]:
+        assert load_run(store, t["run_id"]).digest() == t["digest"] == store.get_run(t["run_id"])["digest"]
+    stored = store.get_eval(doc["eval_id"])
+    assert stored["status"] == "finished" and stored["results"]["runs"][0]["cases"] == doc["runs"][0]["cases"]
+    assert output.count(doc["eval_id"]) >= 2                            # at the start and at the end
+
+
+def test_two_evals_never_touch_each_others_runs(tmp_path):
+    args = ["eval", "c4", "-m", "policy:stubborn", "-c", "C4-LD-01", "--store", str(tmp_path / "t.db"), "-q"]
+    first = runner.invoke(app, args + ["--json", str(tmp_path / "a.json")], catch_exceptions=False)
+    second = runner.invoke(app, args + ["--json", str(tmp_path / "b.json")], catch_exceptions=False)
+    assert first.exit_code == second.exit_code == 0
+    a, b = (Results.load(tmp_path / n) for n in ("a.json", "b.json"))
+    assert a.eval_id != b.eval_id
+    ta, tb = a.runs[0].cases[0].trials[0], b.runs[0].cases[0].trials[0]
+    assert ta.run_id != tb.run_id
+    store = SQLiteStore(tmp_path / "t.db")
+    assert load_run(store, ta.run_id).digest() == ta.digest and load_run(store, tb.run_id).digest() == tb.digest
 
 
 def test_stubborn_fails_the_loop_and_deadlock_cases(results):
@@ -73,18 +104,22 @@ def test_tables_are_printed(results):
     assert "loop detection rate" in output and "C4-LD-01" in output and "失败类型" in output
 
 
-def test_traces_are_readable_utf8(results):
-    _, doc, out = results
-    trace = out / "runs" / doc["runs"][0]["cases"][0]["trials"][0]["trace"]
-    text = trace.read_text(encoding="utf-8")
-    assert "\\u" not in text
-    assert json.loads(text.splitlines()[0])["type"] == "run_started"
+def test_out_exports_readable_utf8_runs(tmp_path):
+    res = runner.invoke(app, ["eval", "c4", "-m", "policy:steady", "-c", "C4-PA-03", "--store", str(tmp_path / "t.db"),
+                              "--out", str(tmp_path / "runs"), "--json", str(tmp_path / "r.json"), "-q"],
+                        catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    trial = Results.load(tmp_path / "r.json").runs[0].cases[0].trials[0]
+    text = (tmp_path / "runs" / f"{trial.run_id}.jsonl").read_text(encoding="utf-8")
+    assert "\\u" not in text and "海岛" in text
+    first = json.loads(text.splitlines()[0])
+    assert (first["type"], first["kind"], first["run_id"]) == ("run_started", "eval", trial.run_id)
 
 
 def test_a_new_case_is_one_yaml_file(tmp_path):
     src = (C4_DIR / "C4-PA-01.yaml").read_text(encoding="utf-8")
     (tmp_path / "my.yaml").write_text(src.replace("id: C4-PA-01", "id: MY-PA-01"), encoding="utf-8")
-    res = runner.invoke(app, ["eval", str(tmp_path), "--model", "policy:quitter", "--out", str(tmp_path / "runs"),
+    res = runner.invoke(app, ["eval", str(tmp_path), "--model", "policy:quitter", "--store", str(tmp_path / "t.db"),
                               "--json", str(tmp_path / "r.json")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
@@ -93,12 +128,61 @@ def test_a_new_case_is_one_yaml_file(tmp_path):
 
 def test_fail_under_exits_non_zero_and_trials_report_pass_hat_k(tmp_path):
     args = ["eval", "c4", "--model", "policy:stubborn", "--case", "C4-LD-*", "--trials", "2",
-            "--out", str(tmp_path / "runs"), "--json", str(tmp_path / "r.json")]
+            "--store", str(tmp_path / "t.db"), "--json", str(tmp_path / "r.json")]
     res = runner.invoke(app, args + ["--fail-under", "0.5"], catch_exceptions=False)
     assert res.exit_code == 1
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     case = doc["runs"][0]["cases"][0]
     assert len(case["trials"]) == 2 and case["pass_hat_k"] == 0.0
     ok = runner.invoke(app, ["eval", "c4", "--model", "policy:steady", "--case", "C4-LD-01", "--fail-under", "1.0",
-                             "--out", str(tmp_path / "runs2")], catch_exceptions=False)
+                             "--store", str(tmp_path / "t.db")], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
+
+
+TINY_AGENT = '''
+from tether.messages import ToolCallRequest
+
+
+class Tiny:
+    """Searches the web once for the user's message and says how it went."""
+
+    name = "tiny"
+
+    async def run(self, session, task):
+        result = await session.tool(ToolCallRequest(id="c1", name="web_search", arguments={"query": task.message}))
+        return "网页搜索" + ("成功" if result.ok else "失败") + "，工具之外的信息我没有编造。"
+
+
+def make():
+    return Tiny()
+'''
+
+
+def test_your_own_agent_runs_every_trial_as_a_stored_run(tmp_path):
+    (tmp_path / "my_agent.py").write_text(TINY_AGENT, encoding="utf-8")
+    ref = f"{tmp_path / 'my_agent.py'}:make"
+    res = runner.invoke(app, ["eval", "c4", "--agent", ref, "-c", "C4-LD-01", "-c", "C4-DR-01", "--trials", "2",
+                              "--store", str(tmp_path / "t.db"), "--json", str(tmp_path / "r.json"), "-q"],
+                        catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    results = Results.load(tmp_path / "r.json")
+    [run] = results.runs
+    assert run.model == ref and sorted(c.case_id for c in run.cases) == ["C4-DR-01", "C4-LD-01"]
+    store = SQLiteStore(tmp_path / "t.db")
+    for case in run.cases:
+        assert len(case.trials) == 2 and case.verdict != "error"
+        for trial in case.trials:
+            t = load_run(store, trial.run_id)
+            assert t.digest() == trial.digest and t.started.kind == "eval" and t.started.eval_id == results.eval_id
+            assert t.started.model == "tiny" and [c.tool for c in t.tool_calls()] == ["web_search"]
+            assert t.tool_results()[0].ok and t.final_reply.startswith("网页搜索成功")
+            assert trial.counters.tool_calls == 1 and trial.status == "completed"
+    assert run.case("C4-LD-01").auto_verdict in ("fail", "unclear")   # scored as behaviour, like any agent
+
+
+def test_agent_refs_that_do_not_resolve_are_usage_errors(tmp_path):
+    (tmp_path / "bad.py").write_text("make = 3\n", encoding="utf-8")
+    for ref, words in ((f"{tmp_path / 'nope.py'}:make", "no file"), ("no_such_agent", "unknown agent"),
+                       (f"{tmp_path / 'bad.py'}:make", "neither an agent")):
+        res = runner.invoke(app, ["eval", "c4", "--agent", ref, "--store", str(tmp_path / "t.db")])
+        assert res.exit_code == 2 and words in res.output, (ref, res.output)

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from tether.cli import app
 from tether.messages import Decision
 from tether.models import allow_model_requests
+from tether.store import SQLiteStore
+from tether.store.export import load_run
 from tether.testing.fake_openai import FakeOpenAIServer
 
 SECRET = "sk-test-LOOPBACK-MUST-NOT-LEAK-4242"
@@ -40,8 +42,9 @@ def make_judge():
 
 
 @pytest.fixture()
-def servers(monkeypatch):
+def servers(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_COMPAT_API_KEY", SECRET)
+    monkeypatch.chdir(tmp_path)          # the judge cache (.tether-cache/) goes here, not into the repository
     with FakeOpenAIServer(responder=agent) as a, FakeOpenAIServer(responder=make_judge()) as j:
         yield a, j
 
@@ -52,7 +55,7 @@ def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path):
     with allow_model_requests():
         res = CliRunner().invoke(app, ["eval", "c4", "--model", agent_server.spec(), "--judge", judge_server.spec(),
                                        "--judge-samples", "2", "--out", str(out), "--json", str(tmp_path / "r.json"),
-                                       "--concurrency", "4"], catch_exceptions=False)
+                                       "--store", str(tmp_path / "t.db"), "--concurrency", "4"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     [run] = doc["runs"]
@@ -65,8 +68,48 @@ def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path):
     assert all(cr["verdict"] == "pass" for cid, cr in rubric if not cid.startswith("C4-AR-"))
     # the agent really went through the adapter: tools were offered, web_search was called
     assert any("web_search" in r.tool_names for r in agent_server.requests)
-    # no key anywhere: requests' stored headers, traces, results, CLI output
+    # the judge's requests are events of the judged runs, after their end, role judge
+    store = SQLiteStore(tmp_path / "t.db")
+    ar01 = next(c for c in run["cases"] if c["case_id"] == "C4-AR-01")["trials"][0]
+    t = load_run(store, ar01["run_id"])
+    assert t.digest() == ar01["digest"] and t.requests(role="judge") and t.usage("judge").input_tokens > 0
+    # no key anywhere: requests' stored headers, exported runs, the store, results, CLI output
     texts = [p.read_text(encoding="utf-8") for p in out.rglob("*.jsonl")]
     texts += [(tmp_path / "r.json").read_text(encoding="utf-8"), res.output]
+    texts += [json.dumps(store.events(r["run_id"]), ensure_ascii=False) for r in store.list_runs(100)]
     assert texts and not any(SECRET in t for t in texts)
     assert agent_server.requests[0].has_credential(SECRET)                 # it was sent, to the server only
+
+
+def test_an_unreachable_model_is_an_error_never_a_verdict(tmp_path):
+    """Nothing listens on port 9: every trial ends in error (infrastructure), the
+    results hold no pass or fail and no rate, and the exit code says so."""
+    spec = "openai-compat:http://127.0.0.1:9/v1#none"
+    args = ["eval", "c4", "--model", spec, "-c", "C4-LD-0*", "-c", "C4-AR-01", "--store", str(tmp_path / "t.db"),
+            "--json", str(tmp_path / "c.json")]
+    with allow_model_requests():
+        res = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 4, res.output
+    assert "errors · " in res.output and "4 trial(s)" in res.output
+    assert f"infrastructure: model '{spec}' unreachable: connection failed" in res.output
+    text = (tmp_path / "c.json").read_text(encoding="utf-8")
+    doc = json.loads(text)
+    [run] = doc["runs"]
+    assert '"pass"' not in text and '"fail"' not in text
+    assert all(c["verdict"] == "error" and c["pass_at_1"] is None and c["pass_hat_k"] is None for c in run["cases"])
+    assert all(m["rate"] is None and m["auto_rate"] is None for m in run["dimensions"].values())
+    assert run["failure_modes"] == {} and run["errors"] == 4
+    assert {e["error_kind"] for e in run["error_trials"]} == {"infrastructure"}
+    trial = run["cases"][0]["trials"][0]
+    assert trial["criteria"] == [] and trial["attribution"] is None and trial["status"] == "error"
+    assert "[2 attempts, 1 retry" in trial["error"]          # nobody listening: one retry, not four attempts
+    with allow_model_requests():
+        allowed = CliRunner().invoke(app, args + ["--max-errors", "4", "-q"], catch_exceptions=False)
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_exit_code_for_errors_is_documented():
+    res = CliRunner().invoke(app, ["eval", "--help"])
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "Exit codes: 0 done; 1 --fail-under not met; 2 usage error; 4 more trials" in flat
+    assert "--max-errors" in flat

@@ -19,7 +19,7 @@ def invoke(*args):
 def side_by_side(tmp_path_factory):
     out = tmp_path_factory.mktemp("guards")
     res = invoke("eval", "c4", "--model", "policy:stubborn", "--model", "policy:steady", "--guards", "off",
-                 "--guards", "on", "--out", str(out / "runs"), "--json", str(out / "r.json"))
+                 "--guards", "on", "--out", str(out / "runs"), "--store", str(out / "t.db"), "--json", str(out / "r.json"))
     assert res.exit_code == 0, res.output
     return res.output, json.loads((out / "r.json").read_text(encoding="utf-8")), out
 
@@ -53,7 +53,7 @@ def test_comparison_table_printed(side_by_side):
 def test_guard_check_on_a_saved_stubborn_trace(side_by_side):
     _, doc, out = side_by_side
     run = next(r for r in doc["runs"] if r["model"] == "policy:stubborn" and r["guards"] == "off")
-    trace = out / "runs" / next(c for c in run["cases"] if c["case_id"] == "C4-LD-01")["trials"][0]["trace"]
+    trace = out / "runs" / f'{next(c for c in run["cases"] if c["case_id"] == "C4-LD-01")["trials"][0]["run_id"]}.jsonl'
     res = invoke("guard-check", str(trace))
     assert res.exit_code == 3
     assert "would have stopped this run at step 4" in res.output
@@ -63,7 +63,7 @@ def test_guard_check_on_a_saved_stubborn_trace(side_by_side):
 def test_guard_check_clean_trace_exits_zero(side_by_side):
     _, doc, out = side_by_side
     run = next(r for r in doc["runs"] if r["model"] == "policy:steady" and r["guards"] == "off")
-    trace = out / "runs" / next(c for c in run["cases"] if c["case_id"] == "C4-PA-02")["trials"][0]["trace"]
+    trace = out / "runs" / f'{next(c for c in run["cases"] if c["case_id"] == "C4-PA-02")["trials"][0]["run_id"]}.jsonl'
     res = invoke("guard-check", str(trace))
     assert res.exit_code == 0 and "no trip" in res.output
 

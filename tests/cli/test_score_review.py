@@ -39,7 +39,7 @@ def run(*args):
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
     out = tmp_path_factory.mktemp("eval")
-    res = run("eval", "c4", "--model", "policy:steady", "--out", out / "runs", "--json", out / "results.json", "-q")
+    res = run("eval", "c4", "--model", "policy:steady", "--store", out / "t.db", "--json", out / "results.json", "-q")
     assert res.exit_code == 0, res.output
     return out
 
@@ -83,7 +83,7 @@ def test_score_samples_and_malformed_answers(evaluated, tmp_path):
 
 
 def test_score_flags_conflicts_with_the_counters(tmp_path):
-    runs = run("eval", "c4", "--model", "policy:stubborn", "--case", "C4-LD-02", "--out", tmp_path / "runs",
+    runs = run("eval", "c4", "--model", "policy:stubborn", "--case", "C4-LD-02", "--store", tmp_path / "t.db",
                "--json", tmp_path / "r.json", "-q")
     assert runs.exit_code == 0
     out = run("score", tmp_path / "r.json", "--judge", "testjudge:pass", "--cache-dir", tmp_path / "cache",
@@ -100,18 +100,55 @@ def test_score_usage_errors(evaluated, tmp_path):
     assert out.exit_code == 2 and "unknown model spec" in out.output
     missing = run("score", tmp_path / "none.json")
     assert missing.exit_code == 2 and "results file not found" in missing.output
-    (tmp_path / "bad.json").write_text('{"format": "tether.results"}', encoding="utf-8")
+    (tmp_path / "bad.json").write_text('{"format": "tether.results", "version": 2}', encoding="utf-8")
     bad = run("score", tmp_path / "bad.json")
     assert bad.exit_code == 2 and "not a tether results document" in bad.output
-    notraces = run("score", evaluated / "results.json", "--traces", tmp_path / "elsewhere", "--no-cache")
-    assert notraces.exit_code == 2 and "trace not found" in notraces.output
+    nostore = run("score", evaluated / "results.json", "--store", tmp_path / "elsewhere.db", "--no-cache")
+    assert nostore.exit_code == 2 and "store not found" in nostore.output
+
+
+def test_old_or_unknown_versions_are_refused_naming_the_file(evaluated, tmp_path):
+    doc = json.loads((evaluated / "results.json").read_text(encoding="utf-8"))
+    for version, words in ((1, "from an older tether"), (9, "unknown to this tether")):
+        path = tmp_path / f"v{version}.json"
+        path.write_text(json.dumps({**doc, "version": version}), encoding="utf-8")
+        for args in (["score", path], ["diff", path, path], ["review", "export", path], ["baseline", "accept", path,
+                                                                                           "-r", "x", "--dir", tmp_path]):
+            out = run(*args)
+            assert out.exit_code == 2 and str(path) in out.output and words in out.output, (args, out.output)
+            assert "Traceback" not in out.output
+
+
+def test_score_reproduces_the_verdicts_after_another_eval(tmp_path):
+    """The old bug: a second eval overwrote the first one's traces and score rescored `a` from `b`'s."""
+    store = tmp_path / "t.db"
+    some = ["-c", "C4-LD-*", "-c", "C4-AR-*"]
+    assert run("eval", "c4", "-m", "policy:stubborn", *some, "--store", store, "--json", tmp_path / "a.json",
+               "-q").exit_code == 0
+    assert run("eval", "c4", "-m", "policy:steady", *some, "--store", store, "--json", tmp_path / "b.json",
+               "-q").exit_code == 0
+    out = run("score", tmp_path / "a.json", "--json", tmp_path / "a2.json", "-q")
+    assert out.exit_code == 0, out.output
+    a, a2 = (json.loads((tmp_path / n).read_text(encoding="utf-8")) for n in ("a.json", "a2.json"))
+    for before, after in zip(a["runs"][0]["cases"], a2["runs"][0]["cases"]):
+        assert (before["verdict"], before["auto_verdict"]) == (after["verdict"], after["auto_verdict"])
+        assert before["trials"] == after["trials"]
+    assert a["runs"][0]["dimensions"] == a2["runs"][0]["dimensions"]
+
+
+def test_a_run_missing_from_the_store_is_named_with_the_fix(evaluated, tmp_path):
+    other = tmp_path / "other.db"
+    assert run("eval", "c4", "-m", "policy:steady", "-c", "C4-LD-01", "--store", other, "-q").exit_code == 0
+    out = run("score", evaluated / "results.json", "--store", other, "--no-cache")
+    assert out.exit_code == 2 and "is not in the store" in out.output and "tether runs import" in out.output
+    assert "Traceback" not in out.output
 
 
 def test_review_export_then_import_in_place(evaluated, tmp_path):
     results = tmp_path / "results.json"
     results.write_bytes((evaluated / "results.json").read_bytes())
     review = tmp_path / "review.yaml"
-    exp = run("review", "export", results, "--out", review, "--traces", evaluated / "runs")
+    exp = run("review", "export", results, "--out", review)
     assert exp.exit_code == 0 and "12 criteria to decide" in exp.output
     text = review.read_text(encoding="utf-8")
     assert "\\u" not in text and "海岛" in text
@@ -122,7 +159,7 @@ def test_review_export_then_import_in_place(evaluated, tmp_path):
                 cr["verdict"], cr["reason"] = "pass", "推荐了亚速尔群岛，并给出 7 天行程"
     review.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
-    imp = run("review", "import", review, "--results", results)
+    imp = run("review", "import", review, "--results", results, "--reviewer", "韩梅梅")
     assert imp.exit_code == 0, imp.output
     assert "2 human" in imp.output and "recorded 2 human verdict(s)" in imp.output
     assert (tmp_path / "results.json.bak").read_bytes() == (evaluated / "results.json").read_bytes()
@@ -130,10 +167,11 @@ def test_review_export_then_import_in_place(evaluated, tmp_path):
     run0 = updated["runs"][0]
     pa03 = next(c for c in run0["cases"] if c["case_id"] == "C4-PA-03")
     assert pa03["verdict"] == "pass" and {cr["judged_by"] for cr in pa03["trials"][0]["criteria"]} == {"human"}
+    assert {cr["reviewer"] for cr in pa03["trials"][0]["criteria"]} == {"韩梅梅"}
     assert run0["judged"]["human"] == 2 and run0["dimensions"]["PA"]["unjudged"] == 2
 
     # what is left to review: the other ten
-    again = run("review", "export", results, "--out", tmp_path / "again.yaml", "--traces", evaluated / "runs")
+    again = run("review", "export", results, "--out", tmp_path / "again.yaml")
     assert "10 criteria to decide" in again.output
 
 

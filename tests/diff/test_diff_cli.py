@@ -1,7 +1,7 @@
 """`tether diff` end to end: two calibration agents on the C4 suite, offline."""
 
 import json
-import shutil
+import sqlite3
 
 import pytest
 from typer.testing import CliRunner
@@ -12,6 +12,12 @@ from tether.diff import POLICIES, diff_results, load_results
 runner = CliRunner()
 
 
+def copy_store(src, dest):
+    """A consistent copy of a live WAL store (the file alone may lack recent commits)."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dest) as b:
+        a.backup(b)
+
+
 def run(*args):
     return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 
@@ -20,7 +26,8 @@ def run(*args):
 def docs(tmp_path_factory):
     out = tmp_path_factory.mktemp("diff")
     for model, name in (("policy:stubborn", "s.json"), ("policy:steady", "t.json")):
-        res = run("eval", "c4", "--model", model, "--json", out / name, "--out", out / "runs", "-q")
+        res = run("eval", "c4", "--model", model, "--json", out / name, "--store", out / "t.db", "--out", out / "runs",
+                  "-q")
         assert res.exit_code == 0, res.output
     return out
 
@@ -95,9 +102,13 @@ def test_a_run_against_itself_has_no_differences_under_every_change_type(docs):
         assert doc["violations"] == [] and not any(c["changed"] for c in doc["diff"]["cases"])
 
 
-def test_two_traces(docs):
-    s = docs / "runs" / "policy_stubborn" / "off" / "C4-LD-01" / "trial-0.jsonl"
-    t = docs / "runs" / "policy_steady" / "off" / "C4-LD-01" / "trial-0.jsonl"
+def exported(docs, name, case_id="C4-LD-01"):
+    trial = load_results(docs / name).results.runs[0].case(case_id).trials[0]
+    return docs / "runs" / f"{trial.run_id}.jsonl"
+
+
+def test_two_run_exports(docs):
+    s, t = exported(docs, "s.json"), exported(docs, "t.json")
     res = run("diff", s, t, "-t", "performance", "--json", docs / "tr.json")
     assert res.exit_code == 1 and "search_flights 30 -> 3" in res.output
     doc = load_diff(docs / "tr.json")
@@ -105,21 +116,32 @@ def test_two_traces(docs):
     assert run("diff", t, t, "-t", "performance").exit_code == 0
 
 
-def test_missing_traces_fall_back_to_counters(docs, tmp_path):
+def test_missing_runs_fall_back_to_counters_and_say_how_to_fix(docs, tmp_path):
     doc = json.loads((docs / "s.json").read_text(encoding="utf-8"))
-    doc["out_dir"] = str(tmp_path / "gone")
+    doc["store"] = str(tmp_path / "gone.db")
     (tmp_path / "s.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     res = run("diff", tmp_path / "s.json", docs / "t.json", "--case", "C4-LD-01", "-t", "orchestration")
     assert res.exit_code == 0, res.output
-    assert "base: trace policy_stubborn/off/C4-LD-01/trial-0.jsonl not found" in res.output
+    flat = " ".join(res.output.split())
+    assert "base: cannot find the runs of" in flat and "tether runs import" in flat
     assert "retries 29 -> 1 (better)" in res.output and "step_limit -> completed (improved)" in res.output
-    assert "1 trial(s) compared without traces" in res.output
+    assert "1 trial(s) compared without their runs" in flat
+
+
+def test_a_run_that_is_not_the_one_pinned_is_not_diffed(docs, tmp_path):
+    doc = json.loads((docs / "s.json").read_text(encoding="utf-8"))
+    ld01 = next(c for c in doc["runs"][0]["cases"] if c["case_id"] == "C4-LD-01")
+    ld01["trials"][0]["digest"] = "0" * 64
+    (tmp_path / "s.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    res = run("diff", tmp_path / "s.json", docs / "t.json", "--case", "C4-LD-01")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "is not the run these results were made from" in flat
+    assert "1 trial(s) compared without their runs" in flat
 
 
 def test_several_runs_in_one_document_need_a_model(docs, tmp_path):
     both = load_results(docs / "s.json").results
     both.runs += load_results(docs / "t.json").results.runs
-    both.out_dir = str(docs / "runs")
     both.save(tmp_path / "both.json")
     res = run("diff", tmp_path / "both.json", tmp_path / "both.json")
     assert res.exit_code == 2 and "choose one with --base-model" in res.output
@@ -129,13 +151,13 @@ def test_several_runs_in_one_document_need_a_model(docs, tmp_path):
 
 
 def test_usage_errors_exit_2(docs, tmp_path):
-    trace = docs / "runs" / "policy_steady" / "off" / "C4-LD-01" / "trial-0.jsonl"
+    trace = exported(docs, "t.json")
     assert run("diff", docs / "s.json").exit_code == 2
     assert run("diff", docs / "s.json", trace).exit_code == 2
     assert run("diff", docs / "s.json", tmp_path / "nope.json").exit_code == 2
     assert run("diff", docs / "s.json", docs / "t.json", "-c", "NOPE-*").exit_code == 2
     assert run("diff", docs / "s.json", docs / "t.json", "-t", "vibes").exit_code == 2
-    (tmp_path / "bad.json").write_text('{"format": "tether.results", "runs": 3}', encoding="utf-8")
+    (tmp_path / "bad.json").write_text('{"format": "tether.results", "version": 2, "runs": 3}', encoding="utf-8")
     res = run("diff", tmp_path / "bad.json", docs / "t.json")
     assert res.exit_code == 2 and "not a tether results document" in res.output
 
@@ -143,7 +165,7 @@ def test_usage_errors_exit_2(docs, tmp_path):
 def test_trials_report_pass_at_1(tmp_path):
     for model, name in (("policy:quitter", "q.json"), ("policy:steady", "t.json")):
         res = run("eval", "c4", "-m", model, "--trials", "2", "-c", "C4-PA-01", "--json", tmp_path / name,
-                  "--out", tmp_path / "runs", "-q")
+                  "--store", tmp_path / "t.db", "-q")
         assert res.exit_code == 0, res.output
     res = run("diff", tmp_path / "q.json", tmp_path / "t.json")
     assert res.exit_code == 0
@@ -158,10 +180,23 @@ def test_help_has_examples():
         assert res.exit_code == 0 and "Example" in res.output, args
 
 
-def test_results_copied_elsewhere_still_find_their_traces(docs, tmp_path):
-    shutil.copytree(docs / "runs", tmp_path / "runs")
+def test_results_moved_with_their_store_still_find_their_runs(docs, tmp_path):
+    copy_store(docs / "t.db", tmp_path / "moved.db")
     doc = json.loads((docs / "t.json").read_text(encoding="utf-8"))
-    doc["out_dir"] = "runs"          # relative, as `tether eval --out runs` writes it
+    doc["store"] = "moved.db"          # relative: looked up as given, then beside the results file
     (tmp_path / "t.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     d = diff_results(load_results(tmp_path / "t.json"), load_results(docs / "t.json"))
     assert all(t.trajectory is not None for c in d.cases for t in c.trials)
+    assert d.stats.with_differences == 0
+
+
+def test_the_same_model_twice_shows_its_own_runs(docs, tmp_path):
+    """Two evals of one model: each document reads its own runs (no shared trace files)."""
+    store = tmp_path / "x.db"
+    for name in ("a.json", "b.json"):
+        assert run("eval", "c4", "-m", "policy:steady", "-c", "C4-LD-01", "--store", store, "--json",
+                   tmp_path / name, "-q").exit_code == 0
+    a, b = load_results(tmp_path / "a.json"), load_results(tmp_path / "b.json")
+    assert a.results.runs[0].cases[0].trials[0].run_id != b.results.runs[0].cases[0].trials[0].run_id
+    d = diff_results(a, b)
+    assert d.cases[0].trials[0].trajectory is not None and not d.cases[0].changed

@@ -18,10 +18,13 @@ from tether.evals.judge import (
     parse_judge_answer,
     render_run,
 )
-from tether.evals.rescore import ScoredResults, rescore_results
+from tether.evals.rescore import rescore_results
+from tether.evals.results import Results
 from tether.evals.review import import_review, review_document, write_review
 from tether.evals.scoring import CriterionResult, Verdict
-from tether.events import Trajectory
+from tether.events import ModelRequestEvent, RunFinished, Trajectory
+from tether.store import SQLiteStore
+from tether.store.export import load_run
 from tether.messages import Decision
 from tether.models import FunctionModel, ScriptedModel
 
@@ -45,17 +48,26 @@ def counting_judge(verdict_of=lambda request: "pass", name="judge-double") -> Fu
 
 @pytest.fixture(scope="module")
 def steady(tmp_path_factory):
-    """The C4 suite against policy:steady, traces saved."""
+    """The C4 suite against policy:steady, every trial a run in a store."""
     import asyncio
 
     out = tmp_path_factory.mktemp("steady")
-    results = asyncio.run(run_suite(list(C4.values()), ["policy:steady"], EvalConfig(out_dir=out / "runs")))
+    results = asyncio.run(run_suite(list(C4.values()), ["policy:steady"], EvalConfig(store=out / "t.db")))
     return results, out
 
 
 def trajectory_of(results, case_id):
     trial = results.runs[0].case(case_id).trials[0]
-    return Trajectory.load(f"{results.out_dir}/{trial.trace}")
+    return load_run(SQLiteStore(results.store), trial.run_id)
+
+
+def without_times(run) -> dict:
+    dump = run.model_dump()
+    for case in dump["cases"]:
+        for trial in case["trials"]:
+            for cr in trial["criteria"]:
+                cr.pop("judged_at")
+    return dump
 
 
 # -- parsing ---------------------------------------------------------------------
@@ -163,7 +175,8 @@ async def test_samples_that_disagree_are_reported_as_disagreement(steady, tmp_pa
     cr = next(c for c in trial.criteria if c.id == "PA-03.completes")
     assert cr.verdict == Verdict.UNCLEAR and cr.value == pytest.approx(2 / 3, abs=1e-3)
     assert "disagree" in cr.evidence and "pass 2, fail 1 of 3" in cr.evidence
-    assert trial.judge_samples["PA-03.completes"] == ["pass", "fail", "pass"]
+    assert cr.samples == ["pass", "fail", "pass"] and cr.agreement == pytest.approx(2 / 3, abs=1e-3)
+    assert cr.judged_by == "llm:judge-double" and cr.judged_at
     assert run.judge_samples == 3 and run.judge_agreement == pytest.approx(2 / 3, abs=1e-3)
     assert len(flip.requests) == 3 * len(RUBRIC_IDS)
 
@@ -181,7 +194,7 @@ async def test_unanimous_samples_keep_their_verdict(steady):
 # -- conflicts -----------------------------------------------------------------------
 async def test_a_judge_pass_against_a_failed_counter_is_flagged(tmp_path):
     case = C4["C4-LD-02"]
-    results = await run_suite([case], ["policy:stubborn"], EvalConfig(out_dir=tmp_path / "runs"))
+    results = await run_suite([case], ["policy:stubborn"], EvalConfig(store=tmp_path / "t.db"))
     assert results.runs[0].case(case.id).auto_verdict == Verdict.FAIL          # the loop counter failed
     scored = await rescore_results(results, [case], counting_judge(), cache_dir=tmp_path / "cache")
     run = scored.runs[0]
@@ -212,7 +225,7 @@ async def test_the_cache_makes_a_second_scoring_free(steady, tmp_path):
     second = counting_judge()
     two = await rescore_results(results, C4.values(), second, 2, cache_dir=tmp_path / "cache")
     assert second.requests == []
-    assert two.runs[0].model_dump(exclude={"judge"}) == one.runs[0].model_dump(exclude={"judge"})
+    assert without_times(two.runs[0]) == without_times(one.runs[0])
     # a third sample per criterion is the only new request
     third = counting_judge()
     await rescore_results(results, C4.values(), third, 3, cache_dir=tmp_path / "cache")
@@ -253,7 +266,7 @@ async def test_malformed_judge_json_is_unclear_never_a_crash(steady, tmp_path):
     assert run.case("C4-PA-03").verdict == Verdict.UNCLEAR
 
 
-async def test_a_judge_that_raises_is_unclear_and_not_cached(steady, tmp_path):
+async def test_a_judge_that_raises_gives_no_verdict_and_is_not_cached(steady, tmp_path):
     results, _ = steady
     case = C4["C4-DR-01"]
 
@@ -263,8 +276,55 @@ async def test_a_judge_that_raises_is_unclear_and_not_cached(steady, tmp_path):
     judge = Judge(FunctionModel(boom, name="flaky"), cache_dir=tmp_path / "cache")
     judged = await judge_trial(case, trajectory_of(results, case.id), judge)
     cr = judged["DR-01.explains"]
-    assert cr.verdict == Verdict.UNCLEAR and "provider timeout" in cr.evidence
+    assert cr.verdict == Verdict.UNJUDGED and "provider timeout" in cr.evidence and cr.judged_by is None
     assert judge.stats.failures == 1 and not (tmp_path / "cache" / "answers.jsonl").exists()
+
+
+async def test_a_failing_judge_makes_its_trials_errors_not_verdicts(steady, tmp_path):
+    results, _ = steady
+
+    def down(request):
+        from tether.models._http import ProviderFailure
+
+        raise ProviderFailure("judge-x", 0, "connection failed: refused", reason="connection")
+
+    scored = await rescore_results(results, C4.values(), FunctionModel(down, name="judge-x"), cache_dir=None)
+    run = scored.runs[0]
+    with_rubric = {c.id for c in C4.values() if c.judge_criteria}
+    errored = {e.case_id for e in run.error_trials}
+    assert errored == with_rubric and run.errors == len(with_rubric)
+    for c in run.cases:
+        if c.case_id in with_rubric:
+            assert c.verdict == Verdict.ERROR and c.pass_at_1 is None
+            trial = c.trials[0]
+            assert trial.error_kind == "infrastructure" and "judge llm:judge-x" in trial.error
+            assert trial.attribution is None
+    assert all(m.rate is None or m.cases for m in run.dimensions.values())
+    # a later scoring with a judge that answers gives the verdicts back
+    again = await rescore_results(scored, C4.values(), counting_judge(), cache_dir=None)
+    assert again.runs[0].errors == 0 and all(c.verdict == Verdict.PASS for c in again.runs[0].cases)
+
+
+async def test_judge_requests_are_events_of_the_judged_run(tmp_path):
+    results = await run_suite([C4["C4-PA-03"]], ["policy:steady"], EvalConfig(store=tmp_path / "s.db"))
+    trial = results.runs[0].cases[0].trials[0]
+    before = trajectory_of(results, "C4-PA-03")
+    judge = counting_judge()
+    await rescore_results(results, [C4["C4-PA-03"]], judge, 2, cache_dir=None)
+    after = trajectory_of(results, "C4-PA-03")
+    added = after.events[len(before):]
+    assert len(added) == 2 * 2 * len(C4["C4-PA-03"].judge_criteria)          # request + decision per sample
+    finished = next(i for i, e in enumerate(after.events) if isinstance(e, RunFinished))
+    assert finished == len(before) - 1 and all(e.role == "judge" for e in added)
+    assert [e.seq for e in after.events] == list(range(len(after)))
+    assert after.digest() == before.digest() == trial.digest                # the run's own record is unchanged
+    requests = after.requests(role="judge")
+    assert len(requests) == len(judge.requests)
+    assert requests[0][1][1].content == judge.requests[0].messages[1].content   # what the judge was sent
+    assert requests[1][0].keep >= 1                                         # a delta against the previous one
+    assert after.usage("agent") == before.usage("agent")                    # the judge's cost is apart
+    assert {e.params["criterion"] for e in added if isinstance(e, ModelRequestEvent)} == \
+        {r.id for r in C4["C4-PA-03"].judge_criteria}
 
 
 async def test_a_tool_call_instead_of_an_answer_is_unclear(steady):
@@ -293,4 +353,6 @@ async def test_human_verdicts_survive_a_later_llm_scoring(steady, tmp_path):
     assert by_id["PA-03.completes"].judged_by == "human" and by_id["PA-03.completes"].verdict == Verdict.FAIL
     assert by_id["PA-03.constraints"].judged_by == "llm:judge-double"
     assert rescored.runs[0].judged.human == 1
-    assert isinstance(ScoredResults.model_validate_json(rescored.model_dump_json()), ScoredResults)
+    assert Results.parse(rescored.model_dump_json()).runs[0].judged.human == 1
+    # provenance: the human replaced nothing decided (it was unjudged); the LLM kept its own
+    assert by_id["PA-03.completes"].history == [] and by_id["PA-03.completes"].judged_at

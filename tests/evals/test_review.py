@@ -7,7 +7,7 @@ import yaml
 
 from tether.errors import CaseFileError
 from tether.evals import EvalConfig, load_suite, run_suite
-from tether.evals.rescore import ScoredResults
+from tether.evals.results import Results
 from tether.evals.review import export_review, import_review, read_review, review_document, write_review
 from tether.evals.scoring import Verdict
 
@@ -17,7 +17,7 @@ C4 = {c.id: c for c in load_suite("c4")}
 @pytest.fixture(scope="module")
 def steady(tmp_path_factory):
     out = tmp_path_factory.mktemp("steady")
-    results = asyncio.run(run_suite(list(C4.values()), ["policy:steady"], EvalConfig(out_dir=out / "runs")))
+    results = asyncio.run(run_suite(list(C4.values()), ["policy:steady"], EvalConfig(store=out / "t.db")))
     path = results.save(out / "results.json")
     return results, path
 
@@ -71,14 +71,15 @@ def test_import_changes_the_metrics_and_marks_them_human(steady, tmp_path):
     path, _ = export_review(results, C4.values(), tmp_path / "review.yaml", results_path=rpath)
     fill(path, {"PA-03.completes": ("pass", "找到了亚速尔群岛并给出 7 天行程"),
                 "PA-03.constraints": ("PASS", "葡萄牙，不在东南亚，预算内")})
-    updated, count = import_review(path, results, C4.values())
-    assert count == 2 and isinstance(updated, ScoredResults)
+    updated, count = import_review(path, results, C4.values(), reviewer="李雷")
+    assert count == 2 and isinstance(updated, Results)
     run = updated.runs[0]
     case = run.case("C4-PA-03")
     assert case.verdict == Verdict.PASS and case.pass_at_1 == 1.0
     crit = {cr.id: cr for cr in case.trials[0].criteria}
     assert crit["PA-03.completes"].judged_by == "human" and crit["PA-03.completes"].verdict == Verdict.PASS
     assert crit["PA-03.completes"].evidence == "human: 找到了亚速尔群岛并给出 7 天行程"
+    assert crit["PA-03.completes"].reviewer == "李雷" and crit["PA-03.completes"].judged_at
     pa = run.dimensions["PA"]
     assert (pa.passed, pa.unjudged) == (before.dimensions["PA"].passed + 1, 2)
     assert pa.rate == 0.0                                                        # 0 abandoned of 2 decided
@@ -171,3 +172,30 @@ def test_a_human_decision_on_an_unclear_count_keeps_the_counters_view(steady, tm
     assert tr.verdict == Verdict.PASS and tr.auto_verdict == Verdict.UNCLEAR
     assert tr.criteria[0].judged_by == "human" and tr.criteria[0].kind == "auto"
     assert updated.runs[0].judged.human == 1
+    [edit] = tr.criteria[0].history                       # what the person replaced, and who had decided it
+    assert (edit.previous, edit.previous_by, edit.by) == (Verdict.UNCLEAR, "auto", "human:unknown")
+
+
+def test_every_change_of_a_decided_verdict_is_kept(steady, tmp_path):
+    results, _ = steady
+    first = review_document(results, C4.values())
+    for trial in first["trials"]:
+        for cr in trial["criteria"]:
+            if cr["id"] == "PA-03.completes":
+                cr.update(verdict="pass", reason="给出了行程")
+    once, _ = import_review(write_review(first, tmp_path / "one.yaml"), results, C4.values(), reviewer="ann")
+    second = review_document(once, C4.values(), include=[Verdict.PASS])
+    for trial in second["trials"]:
+        for cr in trial["criteria"]:
+            if cr["id"] == "PA-03.completes":
+                cr.update(verdict="fail", reason="行程超出预算")
+    twice, _ = import_review(write_review(second, tmp_path / "two.yaml"), once, C4.values(), reviewer="bob")
+    cr = next(c for c in twice.runs[0].case("C4-PA-03").trials[0].criteria if c.id == "PA-03.completes")
+    assert (cr.verdict, cr.reviewer) == (Verdict.FAIL, "bob")
+    [edit] = cr.history
+    assert (edit.previous, edit.previous_by, edit.by) == (Verdict.PASS, "human:ann", "human:bob")
+    assert edit.previous_evidence == "human: 给出了行程" and edit.at
+    # and it survives a save and the one loader
+    path = twice.save(tmp_path / "r.json")
+    loaded = Results.load(path).runs[0].case("C4-PA-03").trials[0].criteria
+    assert next(c for c in loaded if c.id == "PA-03.completes").history == cr.history

@@ -99,4 +99,24 @@ def _root() -> None:
 
 
 def main() -> None:
-    app()
+    """The console script: every failure becomes one clear line and a documented
+    exit code; ``--debug`` (anywhere) or ``TETHER_DEBUG=1`` shows the traceback."""
+    import os
+    import sys
+
+    if "--debug" in sys.argv[1:]:
+        sys.argv.remove("--debug")
+        os.environ["TETHER_DEBUG"] = "1"
+    from ._common import debug_enabled, describe
+
+    try:
+        app()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:
+        if debug_enabled():
+            raise
+        code, message = describe(exc)
+        print(f"error {message}", file=sys.stderr)
+        sys.exit(code)

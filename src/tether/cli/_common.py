@@ -1,8 +1,17 @@
-"""Shared CLI helpers: consoles and turning tether errors into clean exits."""
+"""Shared CLI helpers: consoles and turning every failure into one clear line.
+
+Exit codes (documented in README.md): 0 ok; 1 a check failed (fail-under, a
+diff a change type forbids); 2 bad input or misuse (the message names the
+file, line and field where there is one); 3 a guard or an approval ended the
+run; 4 trials ended in error (infrastructure); 70 an internal error (a bug:
+rerun with ``--debug`` or ``TETHER_DEBUG=1`` for the traceback); 130
+interrupted.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator
 
 import typer
@@ -13,6 +22,41 @@ from ..errors import CaseFileError, UsageError
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+EXIT_INPUT = 2
+EXIT_INTERNAL = 70
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("TETHER_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def describe(exc: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for a failure that is not a tether error."""
+    import sqlite3
+
+    if isinstance(exc, UnicodeDecodeError):
+        return EXIT_INPUT, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, RecursionError):
+        return EXIT_INPUT, "input is nested too deeply to read"
+    if isinstance(exc, MemoryError):
+        return EXIT_INPUT, "input is too large to read"
+    if isinstance(exc, IsADirectoryError):
+        return EXIT_INPUT, f"{exc.filename}: is a directory, expected a file"
+    if isinstance(exc, FileNotFoundError):
+        return EXIT_INPUT, f"{exc.filename}: no such file"
+    if isinstance(exc, PermissionError):
+        return EXIT_INPUT, f"{exc.filename}: permission denied"
+    if isinstance(exc, OSError):
+        return EXIT_INPUT, f"{exc.filename or 'I/O'}: {exc.strerror or exc}"
+    if isinstance(exc, sqlite3.DatabaseError):
+        return EXIT_INPUT, (f"the store could not be used: {exc} (is --store / $TETHER_STORE a tether store? "
+                            "a damaged one can be moved aside; tether starts a new one)")
+    if isinstance(exc, (ValueError, OverflowError)) and "integer string conversion" in str(exc):
+        return EXIT_INPUT, "input has a number too long to read"
+    return EXIT_INTERNAL, (f"internal error: {type(exc).__name__}: {exc} (a bug in tether: rerun with --debug "
+                           "for the traceback and report it)")
 
 
 @contextlib.contextmanager
@@ -27,3 +71,11 @@ def user_errors() -> Iterator[None]:
     except UsageError as exc:
         err_console.print(Text.assemble(("error ", "bold red"), str(exc)), highlight=False)
         raise typer.Exit(2) from None
+    except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if debug_enabled():
+            raise
+        code, message = describe(exc)
+        err_console.print(Text.assemble(("error ", "bold red"), message), highlight=False)
+        raise typer.Exit(code) from None

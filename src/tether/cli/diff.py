@@ -41,7 +41,7 @@ class ChangeType(StrEnum):
 
 HELP = """Compare two runs part by part: step, args, recovery, terminal, text (seed 004, section 14).
 
-BASE and NEW are each a results document (tether eval --json) or a single trace (JSONL). For results, every case is compared: verdict flips first, then per trial the tool sequence (added / removed / moved calls), changed arguments, how failures were handled, the terminal status and the final reply; then a summary with flipped cases, per-dimension rates and pass@1.
+BASE and NEW are each a results document (tether eval --json) or a single run export (tether runs export RUN > run.jsonl). For results, each trial's run is read from the store the results name (or --store), checked against the digest the results pinned, and every case is compared: verdict flips first, then per trial the tool sequence (added / removed / moved calls), changed arguments, how failures were handled, the terminal status and the final reply; then a summary with flipped cases, per-dimension rates and pass@1.
 
 With --change-type, the differences that change type forbids are listed and the exit code is 1 when there is any (0 otherwise; 2 on usage errors). Tools named with --side-effect, and tools whose names start with create_, submit_, update_, delete_, send_, pay_ or refund, count as side-effecting. See docs/diff.md for the policy table.
 
@@ -59,7 +59,7 @@ Examples:
 
   tether diff base.json new.json --case 'C4-LD-*' --quiet
 
-  tether diff a/trial-0.jsonl b/trial-0.jsonl --change-type orchestration
+  tether runs export RUN_A > a.jsonl; tether runs export RUN_B > b.jsonl; tether diff a.jsonl b.jsonl -t orchestration
 
   tether diff --baseline c4 new.json -t model --side-effect book_ticket
 """
@@ -77,6 +77,7 @@ def diff_command(
     side_effect: Annotated[Optional[list[str]], typer.Option("--side-effect", help="a side-effecting tool name, repeatable (adds to the default prefixes)")] = None,
     baseline: Annotated[Optional[str], typer.Option(help="diff NEW against the latest accepted baseline of this name")] = None,
     baseline_dir: Annotated[Path, typer.Option(help="where baselines are kept")] = Path("tether-baselines"),
+    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one each results document names)")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the diff and violations as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary and violations only")] = False,
 ) -> None:
@@ -86,11 +87,11 @@ def diff_command(
                 raise UsageError(f"with --baseline give only NEW (got {len(paths)} paths)")
             entry, base = find_baseline(baseline, baseline_dir)
             console.print(f"baseline {entry.name}: accepted {entry.accepted_at} · {entry.reason}", highlight=False)
-            new = load_input(paths[0])
+            new = load_input(paths[0], store=store)
         else:
             if len(paths) != 2:
                 raise UsageError(f"give BASE and NEW (got {len(paths)} path(s)), or --baseline NAME NEW")
-            base, new = load_input(paths[0]), load_input(paths[1])
+            base, new = load_input(paths[0], store=store), load_input(paths[1], store=store)
         if isinstance(base, ResultsFile) != isinstance(new, ResultsFile):
             raise UsageError("BASE and NEW must both be results documents or both be traces")
         if isinstance(base, ResultsFile) and isinstance(new, ResultsFile):
@@ -122,7 +123,7 @@ def diff_command(
 
 BASELINE_HELP = """Accept results as the new baseline (with a reason), list accepted baselines.
 
-Seed 004, section 14: every accepted difference needs a reason, a review record and a new baseline. A baseline keeps a copy of the results and their traces, so later diffs do not depend on a tether-runs directory that may be cleaned.
+Seed 004, section 14: every accepted difference needs a reason, a review record and a new baseline. A baseline is self-contained: a copy of the results and an export of every run they reference (checked against the digests the results pinned), so later diffs never depend on the store.
 
 Examples:
 
@@ -135,7 +136,7 @@ Examples:
 
 baseline_app = typer.Typer(help=BASELINE_HELP, no_args_is_help=True, rich_markup_mode="rich")
 
-ACCEPT_HELP = """Record RESULTS as a new baseline: copy it and its traces under --dir and append an entry (name, suite, models, reason, accepted_at, git commit, source) to DIR/history.jsonl.
+ACCEPT_HELP = """Record RESULTS as a new baseline: copy it and an export of each of its runs (from the store the results name, or --store) under --dir and append an entry (name, suite, models, reason, accepted_at, git commit, source) to DIR/history.jsonl.
 
 The name defaults to the suite (c4); accepting again under the same name keeps the history and makes the new one the latest. An empty --reason is refused.
 
@@ -154,17 +155,20 @@ def accept_command(
     reason: Annotated[str, typer.Option("--reason", "-r", help="why the differences from the previous baseline are accepted", show_default=False)],
     name: Annotated[Optional[str], typer.Option(help="baseline name (default: the suite)")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="where baselines are kept")] = Path("tether-baselines"),
+    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
 ) -> None:
     with user_errors():
-        entry = accept_baseline(results, reason=reason, name=name, directory=directory)
+        entry = accept_baseline(results, reason=reason, name=name, directory=directory, store=store)
     console.print(f"accepted baseline {entry.name} ({entry.accepted_at}): {directory / entry.path}", highlight=False)
-    console.print(f"  {entry.traces} trace(s) copied · models {', '.join(entry.models)} · "
+    console.print(f"  {entry.runs} run(s) copied · models {', '.join(entry.models)} · "
                   f"commit {(entry.git_commit or 'unknown')[:12]}{' (dirty)' if entry.git_dirty else ''}",
                   highlight=False)
-    if entry.missing_traces:
-        err_console.print(f"warning: {entry.missing_traces} trace(s) referenced by {results} were not found; "
-                          "diffs against this baseline will compare counters, criteria and status only for them",
+    if entry.missing_runs:
+        err_console.print(f"warning: {len(entry.missing_runs)} run(s) referenced by {results} could not be copied; "
+                          "diffs against this baseline will compare counters, criteria and status only for them:",
                           highlight=False)
+        for why in entry.missing_runs:
+            err_console.print(f"  {why}", highlight=False)
 
 
 LIST_HELP = """Show the accepted baselines, oldest first (the last of a name is the one --baseline uses).

@@ -11,18 +11,29 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..evals import EvalConfig, load_suite, run_suite
-from ..guards.stacks import guard_stack
 from ..evals.results import Results
+from ..evals.runner import new_eval_id, open_store, resolve_agent
+from ..guards.stacks import guard_stack
 from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
+from ..report.terminal import render_errors
 from ._common import console, err_console, user_errors
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
-HELP = """Run an evaluation suite (the built-in [bold]c4[/] or a directory of case YAML files) against models.
+HELP = """Run an evaluation suite (the built-in [bold]c4[/] or a directory of case YAML files) against models or agents.
 
-Without --model, runs the three offline calibration agents (policy:stubborn, policy:quitter,
-policy:steady). Prints a summary per model and dimension, a table per model with verdicts
-and key counts, and failure attributions; saves every trial's trace under --out.
+Without --model or --agent, runs the three offline calibration agents (policy:stubborn,
+policy:quitter, policy:steady). Every trial is a run in the store (--store, default
+$TETHER_STORE or .tether/tether.db) under its own run id; the evaluation gets an id
+(ev-YYYYMMDD-xxxxxx) printed at the start and the end. Prints a summary per model and
+dimension, a table per model with verdicts and key counts, and failure attributions.
+
+A trial whose run ended in error (the model could not be reached, a harness error) says
+nothing about the agent: it is shown as error, listed separately and left out of every
+verdict and rate.
+
+Exit codes: 0 done; 1 --fail-under not met; 2 usage error; 4 more trials errored than
+--max-errors allows (default 0: any error).
 
 Examples:
 
@@ -36,18 +47,25 @@ Examples:
 
   tether eval c4 --model openai:gpt-4.1-mini --judge openai:gpt-4.1 --judge-samples 3
 
-  tether eval ./my-cases --model policy:steady --case 'MY-*'
+  tether eval c4 --agent my_agents.py:make_agent --json mine.json   # your own agent
+
+  tether eval ./my-cases --model policy:steady --case 'MY-*' --store runs.db
 """
+
+EXIT_ERRORS = 4
 
 
 def eval_command(
     suite: Annotated[str, typer.Argument(help="built-in suite name (c4) or a directory / YAML file of cases")] = "c4",
-    model: Annotated[Optional[list[str]], typer.Option("--model", "-m", help="model spec, repeatable (policy:steady, ...)")] = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", "-m", help="model spec for tether's own loop, repeatable (policy:steady, openai:gpt-4.1-mini, mypkg.models:make, ...)")] = None,
+    agent: Annotated[Optional[list[str]], typer.Option("--agent", "-a", help="your agent: module:factory, path/to/file.py:factory or a tether.agents entry point name, repeatable")] = None,
     trials: Annotated[int, typer.Option(min=1, help="trials per case; pass^k is reported per case")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="trials running at once")] = 8,
-    out: Annotated[Path, typer.Option(help="directory for traces (one JSONL per trial)")] = Path("tether-runs"),
+    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="also export every run here as <run_id>.jsonl (a copy; score and diff read the store)")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the versioned results document here")] = None,
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,
+    max_errors: Annotated[int, typer.Option(min=0, help="trials allowed to end in error (unreachable model, harness error) before the exit code is 4")] = 0,
     case: Annotated[Optional[list[str]], typer.Option("--case", "-c", help="only cases whose id matches this glob, repeatable")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override every case's step cap")] = None,
     simulator: Annotated[str, typer.Option(help="the simulated user for cases with a persona: scripted, or a model spec for an LLM user")] = "scripted",
@@ -57,7 +75,8 @@ def eval_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
 ) -> None:
-    models = model or CALIBRATION
+    models = model or ([] if agent else CALIBRATION)
+    agents = agent or []
     with user_errors():
         cases = load_suite(suite)
         if case:
@@ -68,29 +87,40 @@ def eval_command(
         from ..models import resolve_model
         for m in models:
             resolve_model(m)   # fail fast on an unknown spec
+        for a in agents:
+            resolve_agent(a)
+        db, store_label = open_store(store)
+        eval_id = new_eval_id()
         stacks = {spec: guard_stack(spec) for spec in (guards or ["off"])}
         if sweep:
             from ..evals.sweep import parse_sweep, sweep_stacks
             stacks = sweep_stacks(*parse_sweep(sweep), base=guards[0] if guards else "on")
-        config = EvalConfig(trials=trials, concurrency=concurrency, out_dir=out, max_steps=max_steps,
-                            guard_stacks=stacks, simulator=simulator)
-        total = len(models) * len(cases) * trials * len(config.guard_stacks)
+        config = EvalConfig(trials=trials, concurrency=concurrency, export_dir=out, max_steps=max_steps,
+                            guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id)
+        judging = None
+        if judge:
+            from ..evals.judge import Judge
+
+            judging = Judge(resolve_model(judge), samples=judge_samples)
+        console.print(f"eval {eval_id} · store {store_label}", highlight=False, soft_wrap=True)
+        total = (len(models) + len(agents)) * len(cases) * trials * len(config.guard_stacks)
+        suite_name = suite if suite == "c4" else Path(suite).name
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
-            task = progress.add_task(f"{Path(suite).name if suite != 'c4' else 'c4'}: {len(cases)} cases x {len(models)} model(s)", total=total)
+            task = progress.add_task(f"{suite_name}: {len(cases)} cases x {len(models) + len(agents)} subject(s)",
+                                     total=total)
 
             def tick(label: str, case_id: str, trial: int, tr) -> None:
                 progress.advance(task)
 
-            results = asyncio.run(run_suite(cases, models, config, suite=suite if suite == "c4" else Path(suite).name,
-                                            progress=tick))
-        judging = None
-        if judge:
-            from ..evals.judge import Judge
+            results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick, agents=agents))
+        results = results.model_copy(update={"store": store_label})
+        if judging is not None:
             from ..evals.rescore import rescore_results
+            from ..evals.stored import StoreSource
 
-            judging = Judge(resolve_model(judge), samples=judge_samples)
-            results = asyncio.run(rescore_results(results, cases, judging, out_dir=out))
+            results = asyncio.run(rescore_results(results, cases, judging, runs=StoreSource(db)))
+            db.finish_eval(eval_id, results.model_dump(mode="json"))
     render_summary(results, console)
     if not quiet:
         for run in results.runs:
@@ -111,10 +141,19 @@ def eval_command(
         from .score import render_judging
 
         render_judging(results, console, judging)
-    console.print(f"traces: {out}/")
+    errors = render_errors(results, console)
+    if out:
+        console.print(f"exported runs: {out}/", highlight=False)
     if json_path:
         results.save(json_path)
-        console.print(f"results: {json_path}")
+        console.print(f"results: {json_path}", highlight=False)
+    console.print(f"eval {eval_id} · {sum(1 for _ in results.trials())} run(s) in {store_label}"
+                  + (f" · e.g. tether runs show {next(results.trials())[2].run_id}" if results.runs else ""),
+                  highlight=False, soft_wrap=True)
+    if errors > max_errors:
+        err_console.print(f"{errors} trial(s) ended in error (allowed: {max_errors}); their verdicts and rates are "
+                          f"left out: exit {EXIT_ERRORS}", highlight=False)
+        raise typer.Exit(EXIT_ERRORS)
     if fail_under is not None:
         _check_fail_under(results, fail_under)
 
@@ -122,7 +161,8 @@ def eval_command(
 def _check_fail_under(results: Results, threshold: float) -> None:
     failing = []
     for run in results.runs:
-        scored = [c for c in run.cases if any(cr.kind == "auto" for t in c.trials for cr in t.criteria)]
+        scored = [c for c in run.cases if c.verdict != "error" and any(cr.kind == "auto" for t in c.trials
+                                                                        for cr in t.criteria)]
         rate = sum(1 for c in scored if c.auto_verdict == "pass") / len(scored) if scored else 0.0
         if rate < threshold:
             failing.append(f"{run.model} (guards {run.guards}): automatic pass rate {rate:.0%} < {threshold:.0%}")

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import getpass
 import shutil
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..evals.rescore import trace_dir
 from ..evals.review import export_review, import_review
 from ._common import console, user_errors
+
+
+def default_reviewer() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 from .score import load_cases, load_results, render_all, render_judging
 
 app = typer.Typer(
@@ -18,7 +25,8 @@ app = typer.Typer(
         "Human review of the criteria no counter or judge decided (unclear / unjudged).\n\n"
         "Export writes a YAML file with, per case and trial, each such criterion (rubric, pass_when, "
         "fail_when, the seed's wording) and an excerpt of the run, with an empty verdict: and reason: "
-        "to fill. Import records the verdicts as judged_by human and rebuilds the metrics.\n\n"
+        "to fill. Import records the verdicts as judged_by human (with the reviewer's name, when, and "
+        "what each verdict replaced) and rebuilds the metrics.\n\n"
         "Examples:\n\n"
         "  tether review export results.json --out review.yaml\n\n"
         "  tether review import review.yaml --results results.json          # in place, keeps results.json.bak\n\n"
@@ -38,13 +46,12 @@ def export_command(
     results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="a results document (tether eval / score --json)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="the review file to write")] = Path("review.yaml"),
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
-    traces: Annotated[Optional[Path], typer.Option(help="directory of the traces (default: the results' out_dir)")] = None,
+    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs, for the excerpts (default: the one the results name)")] = None,
 ) -> None:
     with user_errors():
         results = load_results(results_path)
         case_list = load_cases(results, cases)
-        path, count = export_review(results, case_list, out, traces=traces or trace_dir(results, results_path),
-                                    results_path=results_path)
+        path, count = export_review(results, case_list, out, store=store, results_path=results_path)
     if count:
         console.print(f"review: {path} · {count} criteria to decide (fill in verdict: and reason:), then\n"
                       f"  tether review import {path} --results {results_path}", highlight=False, soft_wrap=True)
@@ -65,12 +72,13 @@ def import_command(
     results_path: Annotated[Path, typer.Option("--results", "-r", help="the results document the review was exported from")],
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the updated results here instead of in place")] = None,
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
+    reviewer: Annotated[Optional[str], typer.Option(help="who reviewed, recorded with each verdict (default: your user name)")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
 ) -> None:
     with user_errors():
         results = load_results(results_path)
         case_list = load_cases(results, cases)
-        updated, count = import_review(review_path, results, case_list)
+        updated, count = import_review(review_path, results, case_list, reviewer=reviewer or default_reviewer())
     render_all(updated, quiet)
     render_judging(updated, console)
     target = json_path or results_path

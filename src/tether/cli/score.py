@@ -7,28 +7,32 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
-from ..errors import CaseFileError, FileLocation, UsageError
+from ..errors import UsageError
 from ..evals import Case, load_suite
 from ..evals.judge import DEFAULT_CACHE_DIR, Judge
 from ..evals.loader import builtin_suites
-from ..evals.rescore import ScoredResults, rescore_results, trace_dir
+from ..evals.rescore import rescore_results
+from ..evals.results import Results
 from ..report import render_attributions, render_cases, render_summary
+from ..report.terminal import render_errors
 from ._common import console, user_errors
 
 HELP = """Re-score a saved results document: judge the rubric criteria with an LLM judge, re-check the
-automatic criteria, rebuild the metrics. Agents are not re-run: the saved traces are read
-(from the results' out_dir, or --traces).
+automatic criteria, rebuild the metrics. Agents are not re-run: each trial's run is read from
+the store the results name (or --store), checked against the digest the results pinned.
 
 Each rubric criterion is judged with the run in view (tool calls and results, final reply)
 and a structured verdict: pass / fail / unclear, a reason, the events relied on. With
 --judge-samples N every criterion is asked N times: samples that disagree give unclear.
 A judge pass that contradicts a failed automatic check is flagged as a conflict.
-Judge answers are cached (--cache-dir): scoring the same traces again makes no request.
-Human verdicts already in the results (tether review import) are kept.
+Judge answers are cached (--cache-dir): scoring the same runs again makes no request.
+The judge's requests are recorded in the judged run (role judge, after its end), so their
+cost is kept apart from the agent's. Human verdicts already in the results are kept.
+Trials whose run ended in error stay errors; a judge that cannot answer makes its trial an
+error too (never a verdict).
 
 Examples:
 
@@ -36,27 +40,16 @@ Examples:
 
   tether score results.json --judge openai:gpt-4.1-mini --judge-samples 3 --json results.judged.json
 
-  tether score results.json --cases ./my-cases --traces ./tether-runs   # no judge: re-check only
+  tether score results.json --cases ./my-cases --store ci.db   # no judge: re-check only
 """
 
 
 # -- shared by score and review -----------------------------------------------------
-def load_results(path: Path) -> ScoredResults:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"results file not found: {path}") from None
-    try:
-        return ScoredResults.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise CaseFileError([(FileLocation(str(path), field=where or None),
-                              f"not a tether results document: {first.get('msg')} "
-                              f"({exc.error_count()} problem(s))")]) from None
+def load_results(path: Path) -> Results:
+    return Results.load(path)
 
 
-def load_cases(results: ScoredResults, sources: list[str] | None) -> list[Case]:
+def load_cases(results: Results, sources: list[str] | None) -> list[Case]:
     if sources:
         return load_suite(*sources)
     if results.suite in builtin_suites():
@@ -65,7 +58,7 @@ def load_cases(results: ScoredResults, sources: list[str] | None) -> list[Case]:
                      "point at its cases with --cases DIR")
 
 
-def render_judging(results: ScoredResults, out: Console, judge: Judge | None = None) -> None:
+def render_judging(results: Results, out: Console, judge: Judge | None = None) -> None:
     """Who decided the criteria (counters, LLM, human), judge agreement, conflicts."""
     for run in results.runs:
         j = run.judged
@@ -91,12 +84,13 @@ def render_judging(results: ScoredResults, out: Console, judge: Judge | None = N
                   style="dim", highlight=False, soft_wrap=True)
 
 
-def render_all(results: ScoredResults, quiet: bool) -> None:
+def render_all(results: Results, quiet: bool) -> None:
     render_summary(results, console)
     if not quiet:
         for run in results.runs:
             render_cases(run, console)
             render_attributions(run, console)
+    render_errors(results, console)
 
 
 # -- the command ---------------------------------------------------------------------
@@ -106,7 +100,7 @@ def score_command(
     judge_samples: Annotated[int, typer.Option("--judge-samples", min=1, help="judge each criterion N times; any disagreement gives unclear")] = 1,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the re-scored results document here")] = None,
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
-    traces: Annotated[Optional[Path], typer.Option(help="directory of the traces (default: the results' out_dir)")] = None,
+    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
     cache_dir: Annotated[Path, typer.Option(help="judge answer cache (JSON Lines)")] = DEFAULT_CACHE_DIR,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ask the judge again, do not read or write the cache")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="judge requests at once")] = 4,
@@ -121,8 +115,8 @@ def score_command(
 
             j = Judge(resolve_model(judge), samples=judge_samples, cache_dir=None if no_cache else cache_dir,
                       concurrency=concurrency)
-        base = traces or trace_dir(results, results_path)
-        scored = asyncio.run(rescore_results(results, case_list, j, out_dir=base, concurrency=concurrency))
+        scored = asyncio.run(rescore_results(results, case_list, j, results_path=results_path, store=store,
+                                             concurrency=concurrency))
     render_all(scored, quiet)
     render_judging(scored, console, j)
     if json_path:

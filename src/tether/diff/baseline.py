@@ -1,13 +1,16 @@
-"""Accepted baselines: a results document, its traces, and why it was accepted.
+"""Accepted baselines: a results document, its runs, and why it was accepted.
 
 Seed 004, section 14: every accepted difference needs a reason, a review
 record and a new baseline; failing cases are never just deleted from CI.
 
-Layout under the baselines directory (default ``tether-baselines``)::
+A baseline is self-contained: the results document and an export of every
+run it references (read from the store, checked against the pinned digests),
+so later diffs do not depend on the store. Layout under the baselines
+directory (default ``tether-baselines``)::
 
-    history.jsonl                       one JSON object per accepted baseline, append-only
-    <name>/<accepted-at>/results.json   the results document, out_dir rewritten to "traces"
-    <name>/<accepted-at>/traces/...     the traces it references
+    history.jsonl                           one JSON object per accepted baseline, append-only
+    <name>/<accepted-at>/results.json       the results document ("store": null)
+    <name>/<accepted-at>/runs/<run_id>.jsonl each run, as ``tether runs export`` writes it
 
 ``tether diff --baseline NAME NEW`` compares against the latest entry named NAME.
 """
@@ -16,14 +19,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import CaseFileError, FileLocation, UsageError
+from ..evals.stored import RUNS_DIR, ExportDirSource, RunMissing, StoreSource, load_trial
 from .loading import ResultsFile, load_results
 
 HISTORY_FILE = "history.jsonl"
@@ -34,7 +38,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 class BaselineEntry(BaseModel):
     format: str = BASELINE_FORMAT
-    version: int = 1
+    version: int = 2
     name: str
     suite: str
     models: list[str] = Field(default_factory=list)   # "policy:steady (guards off)"
@@ -44,16 +48,19 @@ class BaselineEntry(BaseModel):
     git_dirty: bool | None = None
     source: str                       # the results file accepted, as given
     path: str                         # results.json of this baseline, relative to the baselines directory
-    traces: int = 0                   # traces copied
-    missing_traces: int = 0           # traces the source referenced but that were not found
+    eval_id: str | None = None        # the eval the results came from
+    runs: int = 0                     # runs exported into the baseline
+    missing_runs: list[str] = Field(default_factory=list)   # why a referenced run could not be copied
 
 
 def accept_baseline(results_path: str | Path, *, reason: str, name: str | None = None,
-                    directory: str | Path = DEFAULT_DIR, now: datetime | None = None) -> BaselineEntry:
-    """Copy a results document and its traces under ``directory`` and record why."""
+                    directory: str | Path = DEFAULT_DIR, now: datetime | None = None,
+                    store: Any = None) -> BaselineEntry:
+    """Copy a results document and an export of each of its runs (from the store
+    the results name, or ``store``) under ``directory``, and record why."""
     if not reason or not reason.strip():
         raise UsageError("a baseline needs a reason: say why these differences are accepted (--reason '...')")
-    source = load_results(results_path)
+    source = load_results(results_path, store=store)
     name = name or source.results.suite
     if not _NAME.match(name):
         raise UsageError(f"baseline name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
@@ -65,8 +72,8 @@ def accept_baseline(results_path: str | Path, *, reason: str, name: str | None =
     while target.exists():
         n += 1
         target = directory / name / f"{stamp}-{n}"
-    copied, missing = _copy_traces(source, target / "traces")
-    doc = source.results.model_copy(update={"out_dir": "traces"})
+    copied, missing = _export_runs(source, target / RUNS_DIR)
+    doc = source.results.model_copy(update={"store": None})
     doc.save(target / "results.json")
     commit, dirty = _git_state()
     entry = BaselineEntry(
@@ -74,7 +81,8 @@ def accept_baseline(results_path: str | Path, *, reason: str, name: str | None =
         models=[f"{r.model} (guards {r.guards})" for r in source.results.runs],
         reason=reason.strip(), accepted_at=now.isoformat(timespec="seconds"),
         git_commit=commit, git_dirty=dirty, source=str(results_path),
-        path=(target / "results.json").relative_to(directory).as_posix(), traces=copied, missing_traces=missing,
+        path=(target / "results.json").relative_to(directory).as_posix(), eval_id=source.results.eval_id,
+        runs=copied, missing_runs=missing,
     )
     with (directory / HISTORY_FILE).open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
@@ -107,25 +115,35 @@ def find_baseline(name: str, directory: str | Path = DEFAULT_DIR) -> tuple[Basel
         raise UsageError(f"no baseline named {name!r} in {directory}"
                          + (f"; known: {', '.join(known)}" if known else "; accept one with `tether baseline accept`"))
     entry = entries[-1]
-    return entry, load_results(Path(directory) / entry.path)
+    path = Path(directory) / entry.path
+    found = load_results(path)
+    found.runs = ExportDirSource(path.parent / RUNS_DIR)    # the baseline's own copy, never a store
+    return entry, found
 
 
-def _copy_traces(source: ResultsFile, dest: Path) -> tuple[int, int]:
-    copied = missing = 0
+def _export_runs(source: ResultsFile, dest: Path) -> tuple[int, list[str]]:
+    """Write each referenced run (checked against its digest) to ``dest/<run_id>.jsonl``."""
+    from ..store.export import export_run
+
+    runs = source.source()
+    if runs is None:
+        raise UsageError(f"cannot accept {source.path} as a baseline: {source.problem}")
     dest.mkdir(parents=True, exist_ok=True)
-    for run in source.results.runs:
-        for case in run.cases:
-            for trial in case.trials:
-                if trial.trace is None:
-                    continue
-                rel = PurePosixPath(trial.trace)
-                found = source.trace_path(trial.trace)
-                if found is None or rel.is_absolute() or ".." in rel.parts:
-                    missing += 1
-                    continue
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(found, dest / rel)
-                copied += 1
+    copied, missing = 0, []
+    for _, case, trial in source.results.trials():
+        if not trial.run_id:
+            continue
+        try:
+            trajectory = load_trial(runs, trial, label=f"{case.case_id} ")
+        except RunMissing as exc:
+            missing.append(str(exc))
+            continue
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", trial.run_id):
+            missing.append(f"{case.case_id} trial {trial.trial}: run id {trial.run_id!r} is not a safe file name")
+            continue
+        text = export_run(runs.store, trial.run_id) if isinstance(runs, StoreSource) else trajectory.to_jsonl()
+        (dest / f"{trial.run_id}.jsonl").write_text(text, encoding="utf-8")
+        copied += 1
     return copied, missing
 
 

@@ -1,57 +1,53 @@
-"""Loading what ``tether diff`` compares: results documents and traces."""
+"""Loading what ``tether diff`` compares: results documents (with their runs) and traces."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import CaseFileError, FileLocation, UsageError
 from ..events import Trajectory
-from ..evals.results import ModelRunResult, Results
+from ..evals.results import ModelRunResult, Results, TrialResult
+from ..evals.stored import RunMissing, RunSource, load_trial, open_runs
+
 
 @dataclass
 class ResultsFile:
-    """A results document and where it was read from (to find its traces)."""
+    """A results document, where it was read from, and where its runs are."""
 
     results: Results
     path: Path | None = None
+    runs: RunSource | None = None
+    store: Any = None                   # an explicit store (--store) for the runs
+    problem: str | None = None          # why the runs cannot be read, when they cannot
+    _opened: bool = field(default=False, repr=False)
 
-    def trace_path(self, rel: str) -> Path | None:
-        """Traces are relative to the document's ``out_dir``, which is itself
-        relative to where ``tether eval`` ran: try that, then next to the file."""
-        out = Path(self.results.out_dir) if self.results.out_dir else None
-        candidates: list[Path] = []
-        if out is not None and out.is_absolute():
-            candidates.append(out / rel)
-        else:
-            if self.path is not None:
-                if out is not None:
-                    candidates.append(self.path.parent / out / rel)
-                candidates.append(self.path.parent / rel)
-            if out is not None:
-                candidates.append(out / rel)
-        return next((p for p in candidates if p.is_file()), None)
+    def source(self) -> RunSource | None:
+        if self.runs is None and not self._opened:
+            self._opened = True
+            try:
+                self.runs = open_runs(self.results, self.path, store=self.store)
+            except UsageError as exc:
+                self.problem = str(exc)
+        return self.runs
+
+    def trajectory(self, trial: TrialResult) -> Trajectory:
+        """The trial's run, checked against its digest (RunMissing says which and how to fix)."""
+        source = self.source()
+        if source is None:
+            raise RunMissing(self.problem or "no runs")
+        return load_trial(source, trial)
 
 
-def load_results(path: str | Path) -> ResultsFile:
+def load_results(path: str | Path, *, store: Any = None) -> ResultsFile:
     path = Path(path)
-    try:
-        return ResultsFile(Results.model_validate_json(path.read_text(encoding="utf-8")), path)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()))
-        raise CaseFileError([(FileLocation(str(path), field=where or None),
-                              f"not a tether results document: {err.get('msg')}")]) from None
+    return ResultsFile(Results.load(path), path, store=store)
 
 
-def load_input(path: str | Path) -> ResultsFile | Trajectory:
-    """A results document (``tether eval --json``) or a single JSONL trace."""
+def load_input(path: str | Path, *, store: Any = None) -> ResultsFile | Trajectory:
+    """A results document (``tether eval --json``) or a single JSONL trace (a run export)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -63,10 +59,8 @@ def load_input(path: str | Path) -> ResultsFile | Trajectory:
         doc: Any = json.loads(text)
     except json.JSONDecodeError:
         doc = None
-    if isinstance(doc, dict) and doc.get("format") == "tether.results":
-        return load_results(path)
-    if isinstance(doc, dict) and "runs" in doc and "type" not in doc:
-        return load_results(path)
+    if isinstance(doc, dict) and ("format" in doc or ("runs" in doc and "type" not in doc)):
+        return ResultsFile(Results.parse(text, path=str(path)), path, store=store)
     trajectory = Trajectory.from_jsonl(text, path=str(path))
     if trajectory.started is None:
         raise CaseFileError([(FileLocation(str(path), 1), "neither a results document nor a trace (no run_started event)")])

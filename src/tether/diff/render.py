@@ -51,7 +51,7 @@ def _render_case(case: CaseDiff, console: Console) -> None:
         head.append("  auto ", style="dim")
         head.append_text(_verdict(case.auto_verdict))
     if case.pass_at_1[0] != case.pass_at_1[1] and len(case.trials) > 1:
-        head.append(f"  pass@1 {case.pass_at_1[0]:.2f} -> {case.pass_at_1[1]:.2f}", style="dim")
+        head.append(f"  pass@1 {_pct(case.pass_at_1[0])} -> {_pct(case.pass_at_1[1])}", style="dim")
     if case.title:
         head.append(f"  {case.title}", style="dim")
     console.print(head, highlight=False)

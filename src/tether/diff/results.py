@@ -2,9 +2,10 @@
 
 Per case: the verdict change (flips are listed first: regressions, then
 improvements), the pass@1 change, and per trial the trajectory diff of the
-two traces. A trial whose trace file is missing or unreadable is still
-compared on what the results document holds: terminal status, counters and
-criteria; the diff says which trace was missing.
+two runs, read from the store (or a baseline's copy) and checked against the
+digests the results pinned. A trial whose run is missing or does not match is
+still compared on what the results document holds: terminal status, counters
+and criteria; the diff says which run and how to make it available.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..errors import CaseFileError
-from ..events import Trajectory
+from ..errors import CaseFileError, UsageError
 from ..evals.results import Counters, ModelRunResult, Results, TrialResult
 from .loading import ResultsFile, load_input, load_results, select_run
 from .parts import MetricChange, TerminalDiff, TrajectoryDiff
@@ -75,7 +75,7 @@ class CaseDiff(BaseModel):
     dimension: str = ""
     verdict: VerdictChange
     auto_verdict: VerdictChange
-    pass_at_1: tuple[float, float]
+    pass_at_1: tuple[float | None, float | None]   # None: no scored trial (every trial errored)
     trials: list[TrialDiff] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -183,11 +183,12 @@ def diff_results(base: Results | ResultsFile, new: Results | ResultsFile, *,
         cases=len(compared), flipped=sum(c.flipped for c in compared),
         improved=sum(c.improved for c in compared), regressed=sum(c.regressed for c in compared),
         with_differences=sum(c.changed for c in compared), trials=(br.trials, nr.trials),
-        pass_at_1=(_mean([c.pass_at_1[0] for c in compared]), _mean([c.pass_at_1[1] for c in compared])),
+        pass_at_1=(_mean([c.pass_at_1[0] for c in compared if c.pass_at_1[0] is not None]),
+                   _mean([c.pass_at_1[1] for c in compared if c.pass_at_1[1] is not None])),
     )
     missing = sum(1 for c in compared for t in c.trials if t.trajectory is None)
     if missing:
-        out.notes.append(f"{missing} trial(s) compared without traces (counters, criteria and status only)")
+        out.notes.append(f"{missing} trial(s) compared without their runs (counters, criteria and status only)")
     return out
 
 
@@ -197,17 +198,12 @@ def _trial_diff(bf: ResultsFile, bt: TrialResult, nf: ResultsFile, nt: TrialResu
                    counters=counter_changes(bt.counters, nt.counters), criteria=_criteria(bt, nt))
     trajectories = []
     for side, f, t in (("base", bf, bt), ("new", nf, nt)):
-        if t.trace is None:
-            td.missing.append(f"{side}: no trace recorded for trial {t.trial}")
-            continue
-        path = f.trace_path(t.trace)
-        if path is None:
-            td.missing.append(f"{side}: trace {t.trace} not found (out_dir {f.results.out_dir})")
-            continue
         try:
-            trajectories.append(Trajectory.load(path))
+            trajectories.append(f.trajectory(t))
         except CaseFileError as exc:
-            td.missing.append(f"{side}: trace {path} does not load: {exc.problems[0][1]}")
+            td.missing.append(f"{side}: run {t.run_id} does not load: {exc.problems[0][1]}")
+        except UsageError as exc:
+            td.missing.append(f"{side}: {exc}")
     if len(trajectories) == 2:
         td.trajectory = diff_trajectories(*trajectories)
     return td

@@ -31,11 +31,12 @@ import asyncio
 import hashlib
 import json
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -52,6 +53,7 @@ __all__ = [
     "Conflict",
     "Judge",
     "JudgeCache",
+    "JudgeCall",
     "JudgeRecord",
     "JudgeSample",
     "find_conflicts",
@@ -219,6 +221,10 @@ class JudgeSample(BaseModel):
     steps: list[int] = Field(default_factory=list)
     problem: str | None = None     # why the answer could not be used (then verdict is unclear)
     cached: bool = False
+    # The request itself failed (after the adapter's retries): "infrastructure" when
+    # the judge could not be reached or kept failing, "model" otherwise. Such a
+    # sample is no verdict at all: it is left out of the criterion's verdict.
+    error_kind: str | None = None
 
 
 _VERDICT_WORDS = {
@@ -357,39 +363,83 @@ class JudgeRecord(BaseModel):
     agreement: float                 # share of samples that gave the most common verdict
     samples: list[JudgeSample]
     disagreement: bool = False
+    # Every request for this criterion failed: no verdict (``unjudged``); the
+    # trial is reported as an error of this kind, not as agent behaviour.
+    error_kind: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_kind is not None
+
+    @property
+    def answered(self) -> list[JudgeSample]:
+        return [s for s in self.samples if s.error_kind is None]
 
     @property
     def sample_verdicts(self) -> list[str]:
-        return [s.verdict for s in self.samples]
+        return [s.verdict for s in self.answered]
 
     def evidence(self) -> str:
-        n = len(self.samples)
+        if self.failed:
+            return f"no verdict: {self.samples[0].reason}"
+        n = len(self.answered)
         if self.disagreement:
             counts = Counter(self.sample_verdicts)
             tally = ", ".join(f"{k} {counts[k]}" for k in ("pass", "fail", "unclear") if counts[k])
-            reasons = " | ".join(f"{s.verdict}: {_clip(_one_line(s.reason), 160)}" for s in self.samples)
+            reasons = " | ".join(f"{s.verdict}: {_clip(_one_line(s.reason), 160)}" for s in self.answered)
             return f"judge samples disagree ({tally} of {n}; agreement {self.agreement:.0%}): {reasons}"
-        first = next((s for s in self.samples if s.reason), self.samples[0])
-        steps = sorted({st for s in self.samples for st in s.steps})
+        first = next((s for s in self.answered if s.reason), self.answered[0])
+        steps = sorted({st for s in self.answered for st in s.steps})
         where = f" [events {', '.join(f'#{st}' for st in steps)}]" if steps else ""
         agree = f"{n}/{n} samples agree: " if n > 1 else ""
         return f"{agree}{first.reason or '(no reason given)'}{where}"
 
-    def to_result(self, criterion: Rubric) -> CriterionResult:
+    def to_result(self, criterion: Rubric, *, at: str | None = None) -> CriterionResult:
+        expected = criterion.pass_when or criterion.rubric[:80]
+        if self.failed:
+            return CriterionResult(id=criterion.id, kind="judge", check="rubric", verdict=Verdict.UNJUDGED,
+                                   expected=expected, evidence=self.evidence())
         return CriterionResult(id=criterion.id, kind="judge", check="rubric", verdict=self.verdict,
-                               value=round(self.agreement, 4), expected=criterion.pass_when or criterion.rubric[:80],
-                               evidence=self.evidence(), judged_by=self.judge)
+                               value=round(self.agreement, 4), expected=expected, evidence=self.evidence(),
+                               judged_by=self.judge, judged_at=at or _now(), samples=self.sample_verdicts,
+                               agreement=round(self.agreement, 4))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def combine_samples(criterion_id: str, judge: str, samples: list[JudgeSample]) -> JudgeRecord:
-    """Unanimous samples give their verdict; any disagreement is ``unclear``."""
-    counts = Counter(s.verdict for s in samples)
+    """Unanimous samples give their verdict; any disagreement is ``unclear``.
+    Samples whose request failed are left out; when every one failed the
+    record has no verdict (``unjudged``) and carries the failure's kind."""
+    answered = [s for s in samples if s.error_kind is None]
+    if not answered:
+        kind = "infrastructure" if any(s.error_kind == "infrastructure" for s in samples) else "model"
+        return JudgeRecord(criterion=criterion_id, judge=judge, verdict=Verdict.UNJUDGED, agreement=0.0,
+                           samples=samples, error_kind=kind)
+    counts = Counter(s.verdict for s in answered)
     top, top_n = counts.most_common(1)[0]
-    agreement = top_n / len(samples)
+    agreement = top_n / len(answered)
     disagreement = len(counts) > 1
     verdict = Verdict(top) if not disagreement else Verdict.UNCLEAR
     return JudgeRecord(criterion=criterion_id, judge=judge, verdict=verdict, agreement=agreement,
                        samples=samples, disagreement=disagreement)
+
+
+@dataclass
+class JudgeCall:
+    """One request the judge actually sent, with its answer (for the run's record)."""
+
+    request: ModelRequest
+    response: Any
+    latency_ms: float
+    sample: int
+    criterion: str
+    model: str
+
+
+RequestHook = Callable[[JudgeCall], None]
 
 
 @dataclass
@@ -426,7 +476,8 @@ class Judge:
     def label(self) -> str:
         return f"llm:{self.model.name}"
 
-    async def _answer(self, messages: list[Message], sample: int, meta: dict[str, Any]) -> JudgeSample:
+    async def _answer(self, messages: list[Message], sample: int, meta: dict[str, Any],
+                      on_request: "RequestHook | None" = None) -> JudgeSample:
         key = request_key(self.model.name, messages, sample)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -449,8 +500,14 @@ class Judge:
                 self._sem, self._sem_loop = asyncio.Semaphore(max(1, self.concurrency)), loop
             async with self._sem:
                 self.stats.requests += 1
-                response = await self.model.request(ModelRequest(messages=messages, step=sample))
+                request = ModelRequest(messages=messages, step=sample)
+                started = time.perf_counter()
+                response = await self.model.request(request)
+                latency_ms = (time.perf_counter() - started) * 1000
             text = response.decision.text
+            if on_request is not None:
+                on_request(JudgeCall(request=request, response=response, latency_ms=latency_ms, sample=sample,
+                                     criterion=str(meta.get("criterion", "")), model=self.model.name))
             fut.set_result(text)
         except UsageError as exc:
             fut.set_exception(exc)
@@ -469,21 +526,25 @@ class Judge:
     def _failed(self, exc: BaseException) -> JudgeSample:
         self.stats.failures += 1
         detail = f"{type(exc).__name__}: {exc}"
+        kind = "infrastructure" if getattr(exc, "infrastructure", False) else "model"
         return JudgeSample(verdict="unclear", reason=f"the judge request failed ({_clip(detail, 200)})",
-                           problem="request failed")
+                           problem="request failed", error_kind=kind)
 
-    async def judge_criterion(self, case: Case, criterion: Rubric, trajectory: Trajectory) -> JudgeRecord:
+    async def judge_criterion(self, case: Case, criterion: Rubric, trajectory: Trajectory,
+                              on_request: "RequestHook | None" = None) -> JudgeRecord:
         messages = judge_messages(case, criterion, trajectory)
         meta = {"case_id": case.id, "criterion": criterion.id}
-        samples = await asyncio.gather(*(self._answer(messages, i, meta) for i in range(self.samples)))
+        samples = await asyncio.gather(*(self._answer(messages, i, meta, on_request) for i in range(self.samples)))
         self.stats.criteria += 1
         return combine_samples(criterion.id, self.label, list(samples))
 
-    async def judge_trial(self, case: Case, trajectory: Trajectory,
-                          criteria: Sequence[str] | None = None) -> dict[str, JudgeRecord]:
-        """Judge every rubric criterion of the case (or only the ids in ``criteria``)."""
+    async def judge_trial(self, case: Case, trajectory: Trajectory, criteria: Sequence[str] | None = None, *,
+                          on_request: "RequestHook | None" = None) -> dict[str, JudgeRecord]:
+        """Judge every rubric criterion of the case (or only the ids in ``criteria``).
+        ``on_request`` is called with every request actually sent (not cache hits),
+        so the caller can record it as an event of the judged run."""
         wanted = [c for c in case.judge_criteria if criteria is None or c.id in criteria]
-        records = await asyncio.gather(*(self.judge_criterion(case, c, trajectory) for c in wanted))
+        records = await asyncio.gather(*(self.judge_criterion(case, c, trajectory, on_request) for c in wanted))
         return {r.criterion: r for r in records}
 
 

@@ -100,22 +100,28 @@ def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Count
 
 
 def scored_trials(trials: list[TrialResult]) -> list[TrialResult]:
-    """The trials that count for the agent: simulator faults are left out."""
-    return [tr for tr in trials if not tr.simulator_fault]
+    """The trials that count for the agent: errored trials (the run or its judge
+    failed) and simulator faults are left out."""
+    return [tr for tr in trials if tr.scored]
 
 
 def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
-    """Verdict and pass rates over the scored trials (all trials are still listed);
-    a case whose every trial is a simulator fault is ``unjudged``."""
+    """Verdict and pass rates over the scored trials (all trials are still listed).
+    A case whose every trial errored is ``error``; one whose every trial is a
+    simulator fault is ``unjudged``; neither has a pass rate."""
     scored = scored_trials(trials)
     k = len(scored)
     passes = sum(1 for tr in scored if tr.verdict == Verdict.PASS)
+    if k:
+        verdict, auto = combine(tr.verdict for tr in scored), combine(tr.auto_verdict for tr in scored)
+    elif trials and all(tr.errored for tr in trials):
+        verdict = auto = Verdict.ERROR
+    else:
+        verdict = auto = Verdict.UNJUDGED
     return CaseResult(
-        case_id=case.id, title=case.title, dimension=case.dimension,
-        verdict=combine(tr.verdict for tr in scored),
-        auto_verdict=combine(tr.auto_verdict for tr in scored),
-        pass_at_1=round(passes / k, 4) if k else 0.0,
-        pass_hat_k=1.0 if k and passes == k else 0.0,
+        case_id=case.id, title=case.title, dimension=case.dimension, verdict=verdict, auto_verdict=auto,
+        pass_at_1=round(passes / k, 4) if k else None,
+        pass_hat_k=(1.0 if passes == k else 0.0) if k else None,
         trials=trials,
     )
 
@@ -124,16 +130,18 @@ def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, Dimensi
     out: dict[str, DimensionMetrics] = {}
     grouped: dict[str, list[CaseResult]] = defaultdict(list)
     faults: dict[str, int] = defaultdict(int)
+    errors: dict[str, int] = defaultdict(int)
     suite_of: dict[str, str] = {}
     for case, result in cases:
         suite_of.setdefault(case.dimension, case.suite)
-        faults[case.dimension] += sum(1 for tr in result.trials if tr.simulator_fault)
-        if scored_trials(result.trials) or not result.trials:   # all trials simulator faults: left out
+        faults[case.dimension] += sum(1 for tr in result.trials if tr.simulator_fault and not tr.errored)
+        errors[case.dimension] += sum(1 for tr in result.trials if tr.errored)
+        if scored_trials(result.trials) or not result.trials:   # no scored trial: left out
             grouped[case.dimension].append(result)
     for dim in sorted(suite_of, key=lambda d: dimension_order(suite_of[d], d)):
         name, better = dimension_info(suite_of[dim], dim)
         results = grouped.get(dim, [])
-        if not results and not faults[dim]:
+        if not results and not faults[dim] and not errors[dim]:
             continue
         counts = {v: sum(1 for r in results if r.verdict == v) for v in Verdict}
         autos = {v: sum(1 for r in results if r.auto_verdict == v) for v in Verdict}
@@ -142,6 +150,7 @@ def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, Dimensi
             rate=_rate(counts, better), auto_rate=_rate(autos, better), cases=len(results),
             passed=counts[Verdict.PASS], failed=counts[Verdict.FAIL],
             unclear=counts[Verdict.UNCLEAR], unjudged=counts[Verdict.UNJUDGED], simulator_faults=faults[dim],
+            errors=errors[dim],
         )
     return out
 

@@ -1,30 +1,46 @@
 """The machine-readable results document (``--json PATH``).
 
-Shape (format ``tether.results``, version 1)::
+Shape (format ``tether.results``, version 2)::
 
-    {"format": "tether.results", "version": 1, "suite": "c4", "created": "...",
+    {"format": "tether.results", "version": 2, "suite": "c4", "created": "...",
+     "eval_id": "ev-20261130-ab12cd", "store": ".tether/tether.db",
      "runs": [{"model": "policy:steady", "guards": "off", "trials": 1,
                "dimensions": {"LD": {"rate": 1.0, "better": "higher", ...}, ...},
                "failure_modes": {"loop": {"count": 3, "rate": 0.25}, ...},
-               "simulator_faults": 0, "simulator_fault_trials": [{"case_id": "...", "trial": 0, "reason": "..."}],
+               "errors": 0, "error_trials": [...], "judged": {...}, "judge": null, ...,
                "cases": [{"case_id": "C4-LD-01", "verdict": "pass", "pass_at_1": 1.0, "pass_hat_k": 1.0,
-                          "trials": [{"verdict": "pass", "status": "completed",
+                          "trials": [{"verdict": "pass", "status": "completed", "run_id": "ev-...-t0",
+                                      "digest": "<sha256 of the run's events>",
                                       "criteria": [{"id": "...", "kind": "auto", "verdict": "pass"}]}]}]}]}
 
-Documented in docs/results.md; the JSON Schema ships as ``tether/schemas/results.schema.json``.
+Every trial is a run in the store (``store``), pinned by ``run_id`` and the
+``digest`` of its events; ``tether score / diff / review / baseline`` read the
+runs from there. Judge and human verdicts, with who gave them, when, the
+samples and an edit history, are part of each criterion result.
+
+A trial that ended ``error`` (``error_kind``: infrastructure, model, harness,
+...) is not a verdict about the agent: it is left out of the case verdict,
+pass rates, dimension rates and failure modes, and listed in ``error_trials``.
+
+:meth:`Results.load` is the one loader: it checks ``format`` and ``version``
+and refuses anything else with an error naming the file. Documented in
+docs/results.md; the JSON Schema ships as ``tether/schemas/results.schema.json``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from ..errors import CaseFileError, FileLocation, UsageError
+from .judge import Conflict
 from .scoring import CriterionResult, Verdict
 
 RESULTS_FORMAT = "tether.results"
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2
 
 
 class Counters(BaseModel):
@@ -58,16 +74,31 @@ class TrialResult(BaseModel):
     status: str
     reply: str = ""
     error: str | None = None
+    # Why the trial says nothing about the agent (verdict "error"): the run ended
+    # error (infrastructure / model / harness / misuse / aborted), or its judge failed.
+    error_kind: str | None = None
+    run_id: str | None = None    # the run in the store (tether runs show RUN)
+    digest: str | None = None    # sha256 of the run's own events (Trajectory.digest)
     counters: Counters = Field(default_factory=Counters)
     criteria: list[CriterionResult] = Field(default_factory=list)
     attribution: Attribution | None = None
-    trace: str | None = None     # path of the saved JSONL trace, relative to the results file's out dir
+    # A judge (LLM or human) passed a criterion while an automatic check failed.
+    conflicts: list[Conflict] = Field(default_factory=list)
     # The simulated user broke its persona or failed ("persona_break: ...", "simulator_error: ..."):
     # the trial is kept out of the case verdict, pass rates, dimension rates and failure modes.
     simulator_fault: str | None = None
     # Why the simulated user ended the conversation, if it did ("patience: ...", "max_rounds: ...",
     # "stop_token: ...", "replies_exhausted: ...").
     simulator_stop: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        return self.verdict == Verdict.ERROR
+
+    @property
+    def scored(self) -> bool:
+        """Whether the trial counts for the agent (no error, no simulator fault)."""
+        return not self.errored and not self.simulator_fault
 
 
 class SimulatorFault(BaseModel):
@@ -76,20 +107,32 @@ class SimulatorFault(BaseModel):
     reason: str
 
 
+class ErrorTrial(BaseModel):
+    """A trial left out because its run (or judge) failed."""
+
+    case_id: str
+    trial: int
+    error_kind: str | None = None
+    error: str | None = None
+    run_id: str | None = None
+
+
 class CaseResult(BaseModel):
     case_id: str
     title: str = ""
     dimension: str
-    verdict: Verdict
+    verdict: Verdict             # over the scored trials; "error" when every trial errored
     auto_verdict: Verdict
-    pass_at_1: float             # share of trials that passed
-    pass_hat_k: float            # 1.0 when all k trials passed (pass^k)
+    pass_at_1: float | None      # share of scored trials that passed (None: no scored trial)
+    pass_hat_k: float | None     # 1.0 when all k scored trials passed (pass^k; None: no scored trial)
     trials: list[TrialResult]
     simulator_faults: int = 0    # trials left out of the verdict and rates (derived from trials)
+    errors: int = 0              # trials whose run or judge failed (derived from trials)
 
     @model_validator(mode="after")
     def _count_faults(self) -> "CaseResult":
-        self.simulator_faults = sum(1 for t in self.trials if t.simulator_fault)
+        self.simulator_faults = sum(1 for t in self.trials if t.simulator_fault and not t.errored)
+        self.errors = sum(1 for t in self.trials if t.errored)
         return self
 
 
@@ -98,18 +141,28 @@ class DimensionMetrics(BaseModel):
     better: Literal["higher", "lower"]
     rate: float | None           # LD/DR/AR: passed / decided; PA: failed / decided (premature abandonment)
     auto_rate: float | None      # the same over automatic verdicts only
-    cases: int
+    cases: int                   # cases with at least one scored trial
     passed: int
     failed: int
     unclear: int
     unjudged: int
     simulator_faults: int = 0    # trials of this dimension left out (simulator faults)
+    errors: int = 0              # trials of this dimension left out (run or judge errors)
 
 
 class FailureMode(BaseModel):
     count: int
-    rate: float                  # share of all trials with this failure type
+    rate: float                  # share of all scored trials with this failure type
     cases: list[str] = Field(default_factory=list)
+
+
+class JudgedCounts(BaseModel):
+    """Criterion results of a run (over every trial), by who decided them."""
+
+    auto: int = 0        # automatic checks
+    llm: int = 0         # the LLM judge
+    human: int = 0       # a human reviewer
+    unjudged: int = 0    # rubric criteria nobody decided yet
 
 
 class ModelRunResult(BaseModel):
@@ -122,12 +175,24 @@ class ModelRunResult(BaseModel):
     # Trials whose simulated user broke its persona or failed (derived from the cases).
     simulator_faults: int = 0
     simulator_fault_trials: list[SimulatorFault] = Field(default_factory=list)
+    # Trials whose run or judge failed (derived from the cases).
+    errors: int = 0
+    error_trials: list[ErrorTrial] = Field(default_factory=list)
+    # Who decided the criteria, and the last LLM judge's settings.
+    judged: JudgedCounts = Field(default_factory=JudgedCounts)
+    judge: str | None = None              # "llm:<model>" of the last LLM scoring
+    judge_samples: int | None = None
+    judge_agreement: float | None = None  # mean agreement of the LLM-judged criteria
+    conflicts: int = 0
 
     @model_validator(mode="after")
     def _list_faults(self) -> "ModelRunResult":
         self.simulator_fault_trials = [SimulatorFault(case_id=c.case_id, trial=t.trial, reason=t.simulator_fault)
-                                       for c in self.cases for t in c.trials if t.simulator_fault]
+                                       for c in self.cases for t in c.trials if t.simulator_fault and not t.errored]
         self.simulator_faults = len(self.simulator_fault_trials)
+        self.error_trials = [ErrorTrial(case_id=c.case_id, trial=t.trial, error_kind=t.error_kind, error=t.error,
+                                        run_id=t.run_id) for c in self.cases for t in c.trials if t.errored]
+        self.errors = len(self.error_trials)
         return self
 
     def case(self, case_id: str) -> CaseResult:
@@ -139,10 +204,11 @@ class ModelRunResult(BaseModel):
 
 class Results(BaseModel):
     format: Literal["tether.results"] = RESULTS_FORMAT
-    version: int = RESULTS_VERSION
+    version: Literal[2] = RESULTS_VERSION
     suite: str
     created: str = ""
-    out_dir: str | None = None
+    eval_id: str | None = None   # the eval in the store these trials belong to
+    store: str | None = None     # the store the runs are in (None: a self-contained folder with runs/)
     runs: list[ModelRunResult]
 
     def run(self, model: str, guards: str | None = None) -> ModelRunResult:
@@ -151,6 +217,13 @@ class Results(BaseModel):
                 return r
         raise KeyError(model)
 
+    def trials(self):
+        """Every (run, case, trial) of the document."""
+        for run in self.runs:
+            for case in run.cases:
+                for trial in case.trials:
+                    yield run, case, trial
+
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,5 +231,46 @@ class Results(BaseModel):
         return path
 
     @classmethod
+    def parse(cls, text: str, *, path: str = "<results>") -> "Results":
+        """Parse a results document, checking its format and version first."""
+        try:
+            doc: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaseFileError([(FileLocation(path, exc.lineno, exc.colno),
+                                  f"not a tether results document: not JSON ({exc.msg})")]) from None
+        if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT:
+            got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+            raise CaseFileError([(FileLocation(path, field="format"),
+                                  f"not a tether results document (format {got!r}, expected {RESULTS_FORMAT!r})")])
+        version = doc.get("version")
+        if version != RESULTS_VERSION:
+            if isinstance(version, int) and version < RESULTS_VERSION:
+                why = (f"results format version {version} is from an older tether (its trials point at trace "
+                       f"files, not stored runs); this tether reads version {RESULTS_VERSION}: run the "
+                       "evaluation again (tether eval ... --json)")
+            else:
+                why = (f"results format version {version!r} is unknown to this tether (it reads version "
+                       f"{RESULTS_VERSION}); upgrade tether")
+            raise CaseFileError([(FileLocation(path, field="version"), why)])
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise CaseFileError([(FileLocation(path, field=where or None),
+                                  f"not a tether results document: {first.get('msg')} "
+                                  f"({exc.error_count()} problem(s))")]) from None
+
+    @classmethod
     def load(cls, path: str | Path) -> "Results":
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        """The one loader: reads ``path``, checks format and version (errors name the file)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"results file not found: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{path}: is a directory, not a results file") from None
+        except UnicodeDecodeError as exc:
+            raise CaseFileError([(FileLocation(str(path)), f"not UTF-8 text: {exc.reason}")]) from None
+        return cls.parse(text, path=str(path))

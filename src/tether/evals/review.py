@@ -27,8 +27,9 @@ from ..events import Trajectory
 from .case import Case, Rubric
 from .judge import REPLY_LIMIT, _clip, run_lines
 from .loader import read_utf8
-from .rescore import HumanVerdict, ScoredResults, apply_human_verdicts, trace_dir
+from .rescore import HumanVerdict, apply_human_verdicts
 from .results import Results
+from .stored import RunMissing, RunSource, load_trial, open_runs
 from .scoring import Verdict
 
 __all__ = ["REVIEW_FORMAT", "REVIEW_VERSION", "ReviewEntry", "ReviewItems", "export_review", "import_review",
@@ -75,10 +76,11 @@ def _dump(data: Any) -> str:
 
 
 # -- export ---------------------------------------------------------------------
-def _excerpt(case: Case, trajectory: Trajectory | None, reply: str) -> dict[str, Any]:
+def _excerpt(case: Case, trajectory: Trajectory | None, reply: str, missing: str = "") -> dict[str, Any]:
     user = case.input.message or next((t.content for t in reversed(case.input.history) if t.role == "user"), "")
     if trajectory is None:
-        return {"user_input": user, "steps": ["(trace not available: only the final reply is shown)"],
+        return {"user_input": user, "steps": [f"(run not available: {missing or 'no store'}; only the final reply "
+                                              "is shown)"],
                 "final_reply": _clip(reply.strip(), REPLY_LIMIT)}
     return {
         "user_input": user,
@@ -108,13 +110,24 @@ def _criterion_entry(spec: Any, current) -> dict[str, Any]:
     return entry
 
 
+def _source(results: Results, results_path: str | Path | None, store: Any) -> tuple[RunSource | None, str]:
+    try:
+        return open_runs(results, results_path, store=store), ""
+    except RunMissing:
+        raise
+    except UsageError as exc:   # no store: the review still works, from the final replies
+        return None, str(exc)
+
+
 def review_document(results: Results, cases: Iterable[Case] | Mapping[str, Case], *,
-                    traces: str | Path | None = None, results_path: str | Path | None = None,
+                    store: Any = None, results_path: str | Path | None = None, runs: RunSource | None = None,
                     include: Iterable[Verdict] = NEEDS_REVIEW) -> dict[str, Any]:
-    """The review document as data: one entry per trial with criteria to decide."""
+    """The review document as data: one entry per trial with criteria to decide.
+    The run excerpts come from the stored runs (``runs``, ``store`` or the store
+    the results name); without them only the final replies are shown."""
     index = dict(cases) if isinstance(cases, Mapping) else {c.id: c for c in cases}
     wanted = set(include)
-    base = Path(traces) if traces is not None else trace_dir(results, results_path)
+    source, why = (runs, "") if runs is not None else _source(results, results_path, store)
     trials: list[dict[str, Any]] = []
     for run in results.runs:
         for c in run.cases:
@@ -126,13 +139,16 @@ def review_document(results: Results, cases: Iterable[Case] | Mapping[str, Case]
                 todo = [cr for cr in tr.criteria if cr.verdict in wanted and cr.id in specs]
                 if not todo:
                     continue
-                t = None
-                if tr.trace and base is not None and (base / tr.trace).exists():
-                    t = Trajectory.load(base / tr.trace)
+                t, missing = None, why
+                if source is not None:
+                    try:
+                        t = load_trial(source, tr)
+                    except RunMissing as exc:
+                        missing = str(exc)
                 trials.append({
                     "case_id": c.case_id, "title": c.title, "model": run.model, "guards": run.guards,
-                    "trial": tr.trial, "status": tr.status, "trace": tr.trace,
-                    "run": _excerpt(case, t, tr.reply),
+                    "trial": tr.trial, "status": tr.status, "run_id": tr.run_id,
+                    "run": _excerpt(case, t, tr.reply, missing),
                     "criteria": [_criterion_entry(specs[cr.id], cr) for cr in todo],
                 })
     return {"format": REVIEW_FORMAT, "version": REVIEW_VERSION, "suite": results.suite,
@@ -148,9 +164,9 @@ def write_review(doc: dict[str, Any], path: str | Path) -> Path:
 
 
 def export_review(results: Results, cases: Iterable[Case] | Mapping[str, Case], path: str | Path, *,
-                  traces: str | Path | None = None, results_path: str | Path | None = None) -> tuple[Path, int]:
+                  store: Any = None, results_path: str | Path | None = None) -> tuple[Path, int]:
     """Write the review file; returns its path and the number of criteria to decide."""
-    doc = review_document(results, cases, traces=traces, results_path=results_path)
+    doc = review_document(results, cases, store=store, results_path=results_path)
     write_review(doc, path)
     return Path(path), sum(len(t["criteria"]) for t in doc["trials"])
 
@@ -258,7 +274,8 @@ def read_review(path: str | Path) -> list[ReviewEntry]:
     return entries
 
 
-def review_items(entries: Iterable[ReviewEntry], results: Results, cases: Mapping[str, Case]) -> ReviewItems:
+def review_items(entries: Iterable[ReviewEntry], results: Results, cases: Mapping[str, Case],
+                 reviewer: str | None = None) -> ReviewItems:
     """Check every entry names a trial and criterion of the results; group them by trial."""
     problems: list[tuple[FileLocation, str]] = []
     known = {(r.model, r.guards, c.case_id, t.trial) for r in results.runs for c in r.cases for t in c.trials}
@@ -272,16 +289,17 @@ def review_items(entries: Iterable[ReviewEntry], results: Results, cases: Mappin
         if case is None or e.criterion not in {c.id for c in case.criteria}:
             problems.append((e.location, f"{e.case_id} has no criterion {e.criterion!r}"))
             continue
-        items.setdefault(e.key, {})[e.criterion] = HumanVerdict(verdict=e.verdict, reason=e.reason)
+        items.setdefault(e.key, {})[e.criterion] = HumanVerdict(verdict=e.verdict, reason=e.reason, reviewer=reviewer)
     if problems:
         raise CaseFileError(problems)
     return items
 
 
-def import_review(path: str | Path, results: Results,
-                  cases: Iterable[Case] | Mapping[str, Case]) -> tuple[ScoredResults, int]:
-    """Apply a filled review file; returns the re-scored results and the number of verdicts recorded."""
+def import_review(path: str | Path, results: Results, cases: Iterable[Case] | Mapping[str, Case], *,
+                  reviewer: str | None = None) -> tuple[Results, int]:
+    """Apply a filled review file; returns the re-scored results and the number
+    of verdicts recorded (each with ``reviewer``, when, and what it replaced)."""
     index = dict(cases) if isinstance(cases, Mapping) else {c.id: c for c in cases}
-    items = review_items(read_review(path), results, index)
+    items = review_items(read_review(path), results, index, reviewer)
     count = sum(len(v) for v in items.values())
     return apply_human_verdicts(results, index, items), count

@@ -1,26 +1,41 @@
-"""Run a suite of cases against models: trials, bounded concurrency, traces.
+"""Run a suite of cases against models or agents: every trial a stored run.
+
+An evaluation is a group of runs with its own id (``ev-YYYYMMDD-xxxxxx``) in
+the store. Each trial runs under its own run id, derived from the eval id (so
+two evaluations never touch each other's runs), with ``kind="eval"``; the
+finished results document is stored with the eval too.
 
 The harness owns the tools: each trial gets a fresh scenario world with the
 case's intercepts and mocks layered in front, so faults reach any agent.
+The agent under test is tether's own loop around a model (``--model``) or
+any :class:`~tether.runtime.Agent` (``--agent module:factory``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import re
+import secrets
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
+from ..errors import RunAborted, UsageError
 from ..guards import Guard
 from ..models import Model, resolve_model
-from ..runtime import RunConfig, Turn, run_agent
+from ..runtime import RunConfig, Turn
+from ..runtime.loop import AgentTask, LoopAgent
+from ..runtime.runner import run_task
+from ..runtime.session import RunResult
+from ..status import TerminalStatus
 from ..tools import ToolSet
 from .case import Case
-from .metrics import attribute, case_result, counters, dimension_metrics, failure_modes
+from .metrics import case_result, dimension_metrics, failure_modes
+from .rescore import summarize, trial_result
 from .results import ModelRunResult, Results, TrialResult
-from .scoring import score_trajectory
 from .simulator import PersonaUser, make_user
 from .world import case_toolset
 
@@ -35,7 +50,6 @@ REFERENCE_SYSTEM_PROMPT = (
 class EvalConfig:
     trials: int = 1
     concurrency: int = 4
-    out_dir: Path | None = None
     seed: int = 0
     system_prompt: str | None = REFERENCE_SYSTEM_PROMPT
     # guard stack label -> factory producing fresh guards per trial
@@ -44,13 +58,36 @@ class EvalConfig:
     # The simulated user: "scripted" (the persona's rules), a model spec string or
     # a Model (tether.evals.llm_user.LLMUser plays the persona).
     simulator: str | Model = "scripted"
+    # Where the runs go: a tether.store.SQLiteStore, a path, or None for the
+    # default ($TETHER_STORE or .tether/tether.db).
+    store: Any = None
+    eval_id: str | None = None     # None: a new id
+    export_dir: Path | None = None  # also write each run here as <run_id>.jsonl (a copy, never read back)
 
 
 ProgressFn = Callable[[str, str, int, TrialResult], None]
 
 
+def new_eval_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return f"ev-{now:%Y%m%d}-{secrets.token_hex(3)}"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """A slug of at most ``limit`` characters; long ones keep a hash of the whole
+    (two model specs sharing a long prefix still get distinct run ids)."""
+    slug = _slug(text)
+    if len(slug) <= limit:
+        return slug
+    return f"{slug[:limit - 9]}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
+
+
+def trial_run_id(eval_id: str, label: str, guards: str, case_id: str, trial: int) -> str:
+    return f"{eval_id}-{_short(label)}-{_short(guards, 24)}-{_short(case_id)}-t{trial}"
 
 
 def case_world(case: Case, *, seed: int = 0, simulator: str | Model = "scripted") -> tuple[ToolSet, PersonaUser | None]:
@@ -60,72 +97,136 @@ def case_world(case: Case, *, seed: int = 0, simulator: str | Model = "scripted"
     return case_toolset(case, seed=seed), make_user(case.persona, simulator)
 
 
-async def run_trial(case: Case, model: Model, *, trial: int = 0, config: EvalConfig = EvalConfig(),
+# -- agents ---------------------------------------------------------------------------
+def resolve_agent(ref: str) -> Callable[[], Any]:
+    """``module:factory``, ``path/to/file.py:factory`` or a ``tether.agents`` entry
+    point name -> a function making a fresh agent per trial."""
+    from .. import plugins
+
+    if ":" in ref:
+        obj = plugins.load_object(ref, what="agent")
+    else:
+        obj = plugins.get("tether.agents", ref)
+        if obj is None:
+            known = sorted(plugins.registered("tether.agents"))
+            raise UsageError(f"unknown agent {ref!r}: give module:factory or path/to/file.py:factory"
+                             + (f", or one of the registered agents: {', '.join(known)}" if known else ""))
+    if hasattr(obj, "run") and not isinstance(obj, type):
+        return lambda: obj                       # an agent object: used as is
+    if not callable(obj):
+        raise UsageError(f"agent {ref!r} is neither an agent (with async run(session, task)) nor a factory")
+
+    def make() -> Any:
+        agent = obj()
+        if not hasattr(agent, "run"):
+            raise UsageError(f"agent {ref!r}: the factory returned {type(agent).__name__}, which has no "
+                             "async run(session, task) method")
+        return agent
+
+    return make
+
+
+# -- one trial ------------------------------------------------------------------------
+async def run_trial(case: Case, model: Model | None = None, *, trial: int = 0, config: EvalConfig = EvalConfig(),
                     guards: Sequence[Guard] = (), guards_label: str = "off", model_label: str | None = None,
-                    run_config: RunConfig | None = None, run_id: str | None = None):
-    """One case, one trial: returns (TrialResult, RunResult). ``run_config``
-    supplies durable-run settings (store, approvals, meta) when given."""
+                    run_config: RunConfig | None = None, run_id: str | None = None, agent: Any = None):
+    """One case, one trial: returns (TrialResult, RunResult). The agent is
+    ``agent`` when given, else tether's loop around ``model``. ``run_config``
+    supplies durable-run settings (store, kind, eval id, approvals, meta)."""
+    if agent is None and model is None:
+        raise UsageError("run_trial needs a model or an agent")
+    agent = agent if agent is not None else LoopAgent(model)
+    label = model_label or getattr(agent, "name", type(agent).__name__)
     toolset, user = case_world(case, seed=config.seed + trial, simulator=config.simulator)
     run_cfg = replace(run_config or RunConfig(), max_steps=config.max_steps or case.max_steps,
                       system_prompt=config.system_prompt, guards=tuple(guards), guards_label=guards_label,
-                      meta={"suite": case.suite, **(run_config.meta if run_config else {})})
-    result = await run_agent(
-        model, toolset, message=case.input.message,
-        history=[Turn(t.role, t.content, t.question) for t in case.input.history],
-        user=user, config=run_cfg, case_id=case.id, trial=trial,
-        run_id=run_id or f"{_slug(model_label or model.name)}-{guards_label}-{case.id}-t{trial}",
-    )
-    t = result.trajectory
-    score = score_trajectory(case, t)
-    c = counters(t)
-    trace_path = None
-    if config.out_dir is not None:
-        rel = Path(_slug(model_label or model.name)) / guards_label / case.id / f"trial-{trial}.jsonl"
-        t.save(config.out_dir / rel)
-        trace_path = rel.as_posix()
+                      meta={"suite": case.suite, "subject": label, **(run_config.meta if run_config else {})})
+    task = AgentTask(message=case.input.message, history=tuple(Turn(t.role, t.content, t.question)
+                                                              for t in case.input.history),
+                     tools=toolset, system_prompt=run_cfg.system_prompt, max_steps=run_cfg.max_steps, case_id=case.id)
+    rid = run_id or f"{_slug(label)}-{guards_label}-{case.id}-t{trial}"
+    try:
+        result = await run_task(agent, task, user=user, config=run_cfg, run_id=rid, trial=trial)
+    except RunAborted as exc:     # recorded as error (aborted) by the driver; a trial error here
+        t = exc.trajectory  # type: ignore[attr-defined]
+        result = RunResult(t, TerminalStatus.ERROR, t.final_reply, str(exc), "aborted")
     fault = getattr(user, "fault", None)   # a simulator fault: kept out of the agent's score
-    tr = TrialResult(trial=trial, verdict=score.verdict, auto_verdict=score.auto_verdict, status=str(result.status),
-                     reply=result.reply, error=result.error, counters=c, criteria=score.criteria,
-                     attribution=None if fault else attribute(case, trial, score, t, c), trace=trace_path,
-                     simulator_fault=fault, simulator_stop=getattr(user, "stop", None))
+    tr = trial_result(case, result.trajectory, trial=trial, simulator_fault=fault,
+                      simulator_stop=getattr(user, "stop", None))
     return tr, result
 
 
-async def run_suite(cases: Sequence[Case], models: Sequence[str | Model], config: EvalConfig = EvalConfig(),
-                    *, suite: str = "c4", progress: ProgressFn | None = None) -> Results:
-    """Every model x guard stack x case x trial, ``config.concurrency`` at a time."""
+# -- a suite --------------------------------------------------------------------------
+def open_store(store: Any) -> tuple[Any, str]:
+    """(the store, how results name it)."""
+    from ..store import SQLiteStore, default_store_path
+
+    if store is None:
+        path = default_store_path()
+        return SQLiteStore(path), str(path)
+    if isinstance(store, (str, os.PathLike)):
+        return SQLiteStore(store), str(store)
+    return store, str(store.path)
+
+
+async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), config: EvalConfig = EvalConfig(),
+                    *, suite: str = "c4", progress: ProgressFn | None = None,
+                    agents: Sequence[str] = ()) -> Results:
+    """Every subject (model or agent) x guard stack x case x trial,
+    ``config.concurrency`` at a time, each trial a run in the store."""
+    if not models and not agents:
+        raise UsageError("nothing to evaluate: give a model or an agent")
     sem = asyncio.Semaphore(max(1, config.concurrency))
     if isinstance(config.simulator, str) and config.simulator != "scripted":   # resolve a spec once
         config = replace(config, simulator=resolve_model(config.simulator))
-    resolved = [(m if isinstance(m, str) else m.name, resolve_model(m)) for m in models]
+    subjects: list[tuple[str, Callable[[], Any]]] = []
+    for m in models:
+        model = resolve_model(m)
+        subjects.append((m if isinstance(m, str) else m.name, lambda model=model: LoopAgent(model)))
+    subjects += [(ref, resolve_agent(ref)) for ref in agents]
+    store, store_label = open_store(config.store)
+    eval_id = config.eval_id or new_eval_id()
+    store.create_eval(eval_id, suite, {
+        "subjects": [label for label, _ in subjects], "guards": list(config.guard_stacks), "trials": config.trials,
+        "cases": [c.id for c in cases], "max_steps": config.max_steps, "seed": config.seed,
+        "simulator": config.simulator if isinstance(config.simulator, str) else config.simulator.name})
 
-    async def one(label: str, model: Model, stack: str, case: Case, trial: int) -> TrialResult:
+    async def one(label: str, make: Callable[[], Any], stack: str, case: Case, trial: int) -> TrialResult:
         async with sem:
-            guards = config.guard_stacks[stack]()
-            tr, _ = await run_trial(case, model, trial=trial, config=config, guards=guards,
-                                    guards_label=stack, model_label=label)
+            run_cfg = RunConfig(store=store, kind="eval", eval_id=eval_id)
+            tr, result = await run_trial(case, trial=trial, config=config, guards=config.guard_stacks[stack](),
+                                         guards_label=stack, model_label=label, run_config=run_cfg,
+                                         run_id=trial_run_id(eval_id, label, stack, case.id, trial), agent=make())
+            if config.export_dir is not None:
+                result.trajectory.save(Path(config.export_dir) / f"{result.run_id}.jsonl")
         if progress:
             progress(label, case.id, trial, tr)
         return tr
 
     jobs = {}
-    for label, model in resolved:
+    for label, make in subjects:
         for stack in config.guard_stacks:
             for case in cases:
                 for trial in range(config.trials):
-                    jobs[(label, stack, case.id, trial)] = one(label, model, stack, case, trial)
-    done = dict(zip(jobs, await asyncio.gather(*jobs.values())))
+                    jobs[(label, stack, case.id, trial)] = one(label, make, stack, case, trial)
+    try:
+        done = dict(zip(jobs, await asyncio.gather(*jobs.values())))
+    except BaseException:
+        store.finish_eval(eval_id, {}, status="interrupted")
+        raise
 
     runs = []
-    for label, _ in resolved:
+    for label, _ in subjects:
         for stack in config.guard_stacks:
             pairs = []
             for case in cases:
                 trials = [done[(label, stack, case.id, k)] for k in range(config.trials)]
                 pairs.append((case, case_result(case, trials)))
             results = [r for _, r in pairs]
-            runs.append(ModelRunResult(model=label, guards=stack, trials=config.trials,
-                                       dimensions=dimension_metrics(pairs), failure_modes=failure_modes(results),
-                                       cases=results))
-    return Results(suite=suite, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   out_dir=str(config.out_dir) if config.out_dir else None, runs=runs)
+            runs.append(summarize(ModelRunResult(model=label, guards=stack, trials=config.trials,
+                                                 dimensions=dimension_metrics(pairs),
+                                                 failure_modes=failure_modes(results), cases=results)))
+    out = Results(suite=suite, created=datetime.now(timezone.utc).isoformat(timespec="seconds"), eval_id=eval_id,
+                  store=store_label, runs=runs)
+    store.finish_eval(eval_id, out.model_dump(mode="json"))
+    return out

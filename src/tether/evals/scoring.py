@@ -7,7 +7,14 @@ Verdicts are three-valued plus unjudged: ``pass``, ``fail``, ``unclear`` (the
 seed leaves a gap, e.g. a count between its pass and fail ranges) and
 ``unjudged`` (a rubric criterion nobody has judged yet: never a pass).
 A trial's verdict: any fail -> fail; else any unclear -> unclear; else any
-unjudged -> unjudged; else pass.
+unjudged -> unjudged; else pass. ``error`` is not a verdict about the agent:
+the run (or its judge) failed for reasons outside it (an unreachable model, a
+harness error); such trials are left out of every verdict and rate, and a
+case whose every trial errored has verdict ``error``.
+
+A criterion decided by a judge or a person carries its provenance (who, when,
+the samples and their agreement) and an edit history: every earlier verdict
+it replaced, who replaced it and when.
 """
 
 from __future__ import annotations
@@ -42,9 +49,10 @@ class Verdict(StrEnum):
     FAIL = "fail"
     UNCLEAR = "unclear"
     UNJUDGED = "unjudged"
+    ERROR = "error"          # the run or its judge failed: no verdict about the agent
 
 
-_PRECEDENCE = [Verdict.FAIL, Verdict.UNCLEAR, Verdict.UNJUDGED, Verdict.PASS]
+_PRECEDENCE = [Verdict.FAIL, Verdict.UNCLEAR, Verdict.UNJUDGED, Verdict.PASS, Verdict.ERROR]
 
 
 def combine(verdicts: Iterable[Verdict]) -> Verdict:
@@ -55,6 +63,16 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
     return Verdict.UNJUDGED
 
 
+class VerdictEdit(BaseModel):
+    """One change of a criterion's verdict: what it was, who changed it, when."""
+
+    at: str                        # when the change was made (ISO 8601, UTC)
+    by: str                        # who made it: "llm:<model>" or "human:<name>"
+    previous: Verdict              # the verdict before the change
+    previous_by: str | None = None  # who had decided it ("auto" for a counter, "llm:...", "human:<name>")
+    previous_evidence: str = ""
+
+
 class CriterionResult(BaseModel):
     id: str
     kind: str                      # auto | judge
@@ -63,7 +81,20 @@ class CriterionResult(BaseModel):
     value: float | int | None = None
     expected: str = ""
     evidence: str = ""
-    judged_by: str | None = None   # for judge criteria: "llm:<model>" or "human"
+    judged_by: str | None = None   # "llm:<model>" or "human" (a person's decision, also on automatic criteria)
+    # provenance of a judge's or a person's verdict
+    reviewer: str | None = None    # the person, when judged_by is human
+    judged_at: str | None = None   # when (ISO 8601, UTC)
+    samples: list[str] = Field(default_factory=list)   # each judge sample's verdict
+    agreement: float | None = None  # share of samples that gave the most common verdict
+    history: list[VerdictEdit] = Field(default_factory=list)   # earlier verdicts this one replaced, oldest first
+
+    @property
+    def decider(self) -> str:
+        """Who decided this verdict: "auto", "llm:<model>" or "human:<name>"."""
+        if self.judged_by == "human":
+            return f"human:{self.reviewer or 'unknown'}"
+        return self.judged_by or "auto"
 
 
 class TrialScore(BaseModel):

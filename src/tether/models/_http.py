@@ -50,6 +50,9 @@ class RetryPolicy:
     max_backoff: float = 8.0          # cap of one computed backoff (Retry-After is not capped by it)
     jitter: bool = True               # backoff drawn from [d/2, d]
     retry_timeouts: bool = True
+    # A connection that cannot be opened (refused, no route, DNS) is retried at most
+    # this often: nobody listening rarely starts listening within the backoff.
+    max_connect_retries: int = 1
 
     def backoff(self, retry: int) -> float:
         """Delay before retry number ``retry`` (0-based) without a Retry-After."""
@@ -115,11 +118,13 @@ class ProviderFailure(ModelFailure):
 
 
 class TransportError(Exception):
-    """Raised by an adapter's attempt function: ``kind`` is timeout or connection."""
+    """Raised by an adapter's attempt function: ``kind`` is timeout or connection;
+    ``connect`` is true when the connection could not even be opened."""
 
-    def __init__(self, kind: str, detail: str):
+    def __init__(self, kind: str, detail: str, *, connect: bool = False):
         self.kind = kind
         self.detail = detail
+        self.connect = connect
         super().__init__(detail)
 
 
@@ -267,6 +272,7 @@ async def send_with_retries(
         stats.attempts += 1
         retry_after: float | None = None
         status: int | None = None
+        connect_failed = False
         try:
             if limit is not None:
                 async with limit.slot():
@@ -278,7 +284,7 @@ async def send_with_retries(
         except TimeoutError:
             reason, what = "timeout", f"timed out after {options.timeout:g}s"
         except TransportError as exc:
-            reason = exc.kind
+            reason, connect_failed = exc.kind, exc.connect
             what = (f"timed out after {options.timeout:g}s" if exc.kind == "timeout"
                     else f"connection failed: {snippet(exc.detail, secrets)}")
         else:
@@ -295,7 +301,7 @@ async def send_with_retries(
         if reason in ("timeout", "connection") and not policy.retry_timeouts:
             raise fail(reason, what, status)
         retry = attempts - 1
-        if retry >= policy.max_retries:
+        if retry >= policy.max_retries or (connect_failed and retry >= policy.max_connect_retries):
             raise fail(reason, f"gave up: {what}", status)
         delay = retry_after if retry_after is not None else policy.backoff(retry)
         left = policy.max_total_wait - waited
@@ -306,8 +312,9 @@ async def send_with_retries(
                            f"{max(left, 0):g}s left of max_total_wait={policy.max_total_wait:g}s", status)
             raise fail(reason, f"gave up: {what}; the next backoff ({delay:.2f}s) would pass "
                                f"max_total_wait={policy.max_total_wait:g}s", status)
+        allowed = min(policy.max_retries, policy.max_connect_retries) if connect_failed else policy.max_retries
         log.warning("%s: %s (attempt %d of %d); retrying in %.2fs%s", model, redact(what, secrets), attempts,
-                    policy.max_retries + 1, delay, " (Retry-After)" if retry_after is not None else "")
+                    allowed + 1, delay, " (Retry-After)" if retry_after is not None else "")
         await options.sleep(delay)
         waited += delay
         stats.retries += 1
@@ -329,7 +336,9 @@ async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[An
         except sdk.APITimeoutError:
             raise TransportError("timeout", "timed out") from None
         except sdk.APIConnectionError as exc:
-            raise TransportError("connection", describe_connection_error(exc)) from None
+            cause = exc.__cause__ or exc.__context__
+            raise TransportError("connection", describe_connection_error(exc),
+                                 connect=type(cause).__name__ == "ConnectError") from None
         return HTTPReply.of(raw)
 
     async with client:

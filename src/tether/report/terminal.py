@@ -4,6 +4,8 @@ reasons listed under it), and failure attributions."""
 
 from __future__ import annotations
 
+import re
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -11,7 +13,8 @@ from rich.text import Text
 
 from ..evals.results import DimensionMetrics, ModelRunResult, Results
 
-VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "unclear": "yellow", "unjudged": "dim"}
+VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "unclear": "yellow", "unjudged": "dim",
+                 "error": "bold magenta"}
 
 
 def _verdict(v: str) -> Text:
@@ -33,6 +36,8 @@ def _rate_cell(m: DimensionMetrics | None) -> Text:
     text = Text(f"{_pct(m.rate)}", style=f"bold {style}".strip())
     text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
     text.append(f"\n{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J", style="dim")
+    if m.errors:
+        text.append(f" {m.errors}E", style="magenta")
     return text
 
 
@@ -60,7 +65,8 @@ def render_summary(results: Results, console: Console) -> None:
     console.print(table)
     console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
     console.print("  P pass · F fail · U unclear (a gap in the seed's criteria) · "
-                  "J unjudged (needs the judge; never counted as a pass)", style="dim")
+                  "J unjudged (needs the judge; never counted as a pass)"
+                  + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""), style="dim")
     for run in results.runs:
         modes = ", ".join(f"{k} {v.count} ({v.rate:.0%} of trials)" for k, v in run.failure_modes.items())
         console.print(f"  failure modes · {run.model} · guards {run.guards}: {modes or 'none'}", highlight=False)
@@ -86,7 +92,8 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         row = [case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), statuses,
                str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
         if multi:
-            row.append(f"{case.pass_hat_k:.0f} ({case.pass_at_1:.0%})")
+            row.append("-" if case.pass_hat_k is None or case.pass_at_1 is None
+                       else f"{case.pass_hat_k:.0f} ({case.pass_at_1:.0%})")
         table.add_row(*row)
         for cr in last.criteria:
             if cr.verdict in ("fail", "unclear"):
@@ -99,6 +106,38 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         line.append(verdict, style=VERDICT_STYLE[verdict])
         line.append(f" {why}")
         console.print(line, highlight=False)
+
+
+def _error_text(kind: str | None, error: str | None) -> str:
+    """An error message as people read it: the model and what went wrong, once
+    per distinct cause (the step, attempt counts and exception class dropped)."""
+    text = re.sub(r"^[A-Za-z_]\w*: ", "", (error or "(no message)").strip())
+    text = re.sub(r"\s*\[[^\]]*attempt[^\]]*\]", "", text)
+    m = re.match(r"model '(.*?)' failed at step \d+: (?:gave up: )?(.*)", text, re.S)
+    if m:
+        unreachable = kind == "infrastructure" and re.search(r"connection|timed out|timeout", m.group(2), re.I)
+        text = f"model '{m.group(1)}' {'unreachable' if unreachable else 'failed'}: {m.group(2)}"
+    return f"{kind or 'error'}: {text}"
+
+
+def render_errors(results: Results, console: Console) -> int:
+    """Trials that ended in error, apart from the verdicts; returns how many."""
+    total = 0
+    for run in results.runs:
+        if not run.errors:
+            continue
+        total += run.errors
+        console.print(Text.assemble(("errors", "bold magenta"), f" · {run.model} · guards {run.guards}: ",
+                                    f"{run.errors} trial(s), left out of every verdict, rate and attribution"),
+                      highlight=False, soft_wrap=True)
+        groups: dict[str, list[str]] = {}
+        for e in run.error_trials:
+            groups.setdefault(_error_text(e.error_kind, e.error), []).append(f"{e.case_id} t{e.trial}")
+        for text, where in groups.items():
+            shown = ", ".join(where[:6]) + (f", … (+{len(where) - 6})" if len(where) > 6 else "")
+            console.print(f"  {text}", highlight=False, soft_wrap=True)
+            console.print(f"    {len(where)} trial(s): {shown}", style="dim", highlight=False, soft_wrap=True)
+    return total
 
 
 def render_attributions(run: ModelRunResult, console: Console) -> None:

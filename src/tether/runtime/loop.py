@@ -147,7 +147,6 @@ class LoopAgent:
                     return TerminalStatus.AWAITING_USER, decision.text, why
                 session.checkpoint("before_model")
                 continue
-            s.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
             s.pending_calls = list(decision.tool_calls)
             session.checkpoint("calls_pending")
             await run_pending(session)

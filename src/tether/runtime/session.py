@@ -395,6 +395,8 @@ class RunSession:
                                     usage=response.usage, latency_ms=round(latency_ms, 3)))
         if decision.text:
             s.last_text = decision.text
+        if decision.tool_calls:          # the conversation the session keeps (and checkpoints)
+            s.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
         return decision
 
     def record_side(self, request: ModelRequest, response: ModelResponse, *, role: str, model: str,
