@@ -137,7 +137,7 @@ def _guard_rows(report: Report, diffs: list[dict[str, Any]]) -> dict[str, list[d
 
 
 def render_report(report: Report, *, results_diff: Any = None, source: str = "",
-                  checkpoints: dict[str, dict] | None = None) -> str:
+                  checkpoints: dict[str, dict] | None = None, nav: list[tuple[str, str]] | None = None) -> str:
     """The whole report as one HTML document."""
     runs = report.results.runs
     diffs: list[dict[str, Any]] = []
@@ -150,7 +150,7 @@ def render_report(report: Report, *, results_diff: Any = None, source: str = "",
                             'verdict <b>{4}</b>').format(v.case.case_id, v.run.model, v.run.guards, v.trial.trial,
                                                         str(v.trial.verdict))
               for v in report.trials.values()}
-    nav = list(NAV_REPORT) + ([("#diff", "Diff")] if results_diff is not None else [])
+    nav = list(nav or NAV_REPORT) + ([("#diff", "Diff")] if results_diff is not None else [])
     return _page(
         "report.html.j2", report=report, title=f"{report.results.suite} report · tether", lang=report.lang,
         home="overview", nav=nav, subtitle=report.title, source=source,
