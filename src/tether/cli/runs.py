@@ -80,3 +80,44 @@ def show_run(run_id: Annotated[str, typer.Argument(help="the run id")], store: S
             table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", str(a["arguments"]), a["reason"])
         console.print(table)
     render_trajectory(Trajectory(EVENT_ADAPTER.validate_python(e) for e in db.events(run_id)))
+
+
+# -- OpenTelemetry (tether.report.otel) ------------------------------------------------
+@app.command("export-otel", help="Export a stored run as OpenTelemetry GenAI spans: over OTLP/HTTP to "
+                                 "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, or as OTLP JSON with --file. Message "
+                                 "contents only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.\n\n"
+                                 "Examples:\n\n  tether runs export-otel C4-LD-01-3f2a1c\n\n"
+                                 "  tether runs export-otel C4-LD-01-3f2a1c --file spans.json")
+def export_otel_command(
+    run_id: Annotated[str, typer.Argument(help="the run id (tether runs list)")],
+    store: StoreOpt = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="write OTLP JSON here instead of sending it")] = None,
+) -> None:
+    from ..report.otel import export_stored_run
+
+    with user_errors():
+        console.print(export_stored_run(SQLiteStore(store), run_id, file), highlight=False, soft_wrap=True)
+
+
+@app.command("import", help="Load runs into the store. With --otel: OTLP JSON spans written by any GenAI "
+                            "instrumentation (one run per trace, kind import).\n\n"
+                            "Example:  tether runs import --otel spans.json")
+def import_command(
+    file: Annotated[Path, typer.Argument(help="the file to import")],
+    otel: Annotated[bool, typer.Option("--otel", help="the file is OTLP JSON (OpenTelemetry GenAI spans)")] = False,
+    store: StoreOpt = None,
+) -> None:
+    with user_errors():
+        db = SQLiteStore(store)
+        if not file.is_file():
+            raise UsageError(f"no such file: {file}")
+        text = file.read_text(encoding="utf-8")
+        if otel:
+            from ..report.otel import import_otlp
+            done = import_otlp(db, text, path=str(file))
+        else:
+            from ..store.export import import_run
+            done = [import_run(db, text, path=str(file))]
+    for run_id, new in done:
+        console.print(f"{'imported' if new else 'already there'}: run {run_id} · store {db.path}", highlight=False,
+                      soft_wrap=True)

@@ -24,7 +24,14 @@ def write_report(results_path: str | Path, out: str | Path, *, store: Any = None
     if against is not None:
         from ...diff import diff_results, load_results
 
-        results_diff = diff_results(load_results(against), load_results(results_path))
+        base, new = load_results(against), load_results(results_path)
+        results_diff = []
+        for run in results.runs:      # each run against the base's run of the same model, else the same guards
+            same = [r for r in base.results.runs if r.model == run.model and r.guards == run.guards] or \
+                   [r for r in base.results.runs if r.guards == run.guards]
+            if len(same) == 1:
+                results_diff.append(diff_results(base, new, base_run=same[0].model, base_guards=same[0].guards,
+                                                 new_run=run.model, new_guards=run.guards))
     html = render_report(report, results_diff=results_diff, source=str(results_path))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
