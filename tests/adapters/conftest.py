@@ -65,11 +65,11 @@ class Recording:
 
 # -- the checks every adapter must pass --------------------------------------------------------
 async def check_runs_c4_like_tethers_loop(make_agent, cases, policy: str = "steady", guards: str = "off") -> None:
-    """All 12 cases, no trial in error, the same statuses, verdicts and replies as tether's own loop."""
+    """Every C4 case, no trial in error, the same statuses, verdicts and replies as tether's own loop."""
     from tether.evals.runner import run_trial
     from tether.models import resolve_model
 
-    assert len(cases) == 12
+    assert len(cases) >= 12
     agent = make_agent(resolve_model(f"policy:{policy}"))
     for case in cases.values():
         score, result = await run_c4_case(agent, case, guards=guards)

@@ -59,7 +59,7 @@ def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path):
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     [run] = doc["runs"]
-    assert len(run["cases"]) == 12
+    assert len(run["cases"]) == 16
     rubric = [(c["case_id"], cr) for c in run["cases"] for t in c["trials"] for cr in t["criteria"] if cr["kind"] == "judge"]
     assert rubric and all(cr["verdict"] in ("pass", "fail", "unclear") for _, cr in rubric)    # none left unjudged
     assert all(cr["judged_by"].startswith("llm:") for _, cr in rubric)
@@ -85,7 +85,7 @@ def test_an_unreachable_model_is_an_error_never_a_verdict(tmp_path):
     """Nothing listens on port 9: every trial ends in error (infrastructure), the
     results hold no pass or fail and no rate, and the exit code says so."""
     spec = "openai-compat:http://127.0.0.1:9/v1#none"
-    args = ["eval", "c4", "--model", spec, "-c", "C4-LD-0*", "-c", "C4-AR-01", "--store", str(tmp_path / "t.db"),
+    args = ["eval", "c4", "--model", spec, "-c", "C4-LD-0[1-3]", "-c", "C4-AR-01", "--store", str(tmp_path / "t.db"),
             "--json", str(tmp_path / "c.json")]
     with allow_model_requests():
         res = CliRunner().invoke(app, args, catch_exceptions=False)

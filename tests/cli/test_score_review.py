@@ -57,18 +57,18 @@ def test_score_judges_and_the_second_time_is_free(evaluated, tmp_path):
     first = run("score", evaluated / "results.json", "--judge", "testjudge:pass", "--cache-dir", cache,
                 "--json", tmp_path / "judged.json")
     assert first.exit_code == 0, first.output
-    assert "12 llm" in first.output and "judge requests: 12" in first.output
+    assert "16 llm" in first.output and "judge requests: 16" in first.output
     doc = json.loads((tmp_path / "judged.json").read_text(encoding="utf-8"))
     run0 = doc["runs"][0]
-    assert run0["judged"] == {"auto": 17, "llm": 12, "human": 0, "unjudged": 0}
+    assert run0["judged"] == {"auto": 30, "llm": 16, "human": 0, "unjudged": 0}
     assert run0["judge"] == "llm:testjudge-pass" and run0["judge_agreement"] == 1.0
     assert all(c["verdict"] == "pass" for c in run0["cases"])
     assert "判定为 pass" in (tmp_path / "judged.json").read_text(encoding="utf-8")
-    assert len(REQUESTS) == 12
+    assert len(REQUESTS) == 16
 
     REQUESTS.clear()
     second = run("score", evaluated / "results.json", "--judge", "testjudge:pass", "--cache-dir", cache, "-q")
-    assert second.exit_code == 0 and "judge requests: 0 · cache hits: 12" in second.output
+    assert second.exit_code == 0 and "judge requests: 0 · cache hits: 16" in second.output
     assert REQUESTS == [] and "not saved" in second.output
 
 
@@ -149,7 +149,7 @@ def test_review_export_then_import_in_place(evaluated, tmp_path):
     results.write_bytes((evaluated / "results.json").read_bytes())
     review = tmp_path / "review.yaml"
     exp = run("review", "export", results, "--out", review)
-    assert exp.exit_code == 0 and "12 criteria to decide" in exp.output
+    assert exp.exit_code == 0 and "16 criteria to decide" in exp.output
     text = review.read_text(encoding="utf-8")
     assert "\\u" not in text and "海岛" in text
     doc = yaml.safe_load(text)
@@ -168,11 +168,11 @@ def test_review_export_then_import_in_place(evaluated, tmp_path):
     pa03 = next(c for c in run0["cases"] if c["case_id"] == "C4-PA-03")
     assert pa03["verdict"] == "pass" and {cr["judged_by"] for cr in pa03["trials"][0]["criteria"]} == {"human"}
     assert {cr["reviewer"] for cr in pa03["trials"][0]["criteria"]} == {"韩梅梅"}
-    assert run0["judged"]["human"] == 2 and run0["dimensions"]["PA"]["unjudged"] == 2
+    assert run0["judged"]["human"] == 2 and run0["dimensions"]["PA"]["unjudged"] == 3
 
-    # what is left to review: the other ten
+    # what is left to review: the other fourteen
     again = run("review", "export", results, "--out", tmp_path / "again.yaml")
-    assert "10 criteria to decide" in again.output
+    assert "14 criteria to decide" in again.output
 
 
 def test_review_import_to_another_file_and_bad_values(evaluated, tmp_path):

@@ -48,7 +48,7 @@ def test_stubborn_to_steady_reports_all_parts_per_case(docs):
     out = res.output
     # C4-LD-01: fewer search_flights calls, the changed date, retries down, step_limit -> completed.
     for expected in ("C4-LD-01", "search_flights 30 -> 3", '#3 search_flights.date: "下周五" -> "2026-04-17"',
-                     "retries 29 -> 1 (better)", "step_limit -> completed (improved)", "summary 12 cases · ", "0 regressed)"):
+                     "retries 29 -> 1 (better)", "step_limit -> completed (improved)", "summary 16 cases · ", "0 regressed)"):
         assert expected in out, expected
     ld01 = case(load_diff(docs / "d.json"), "C4-LD-01")
     assert ld01["verdict"] == {"base": "fail", "new": "pass", "kind": "improved"} and ld01["flipped"]
@@ -68,7 +68,7 @@ def test_stubborn_to_steady_reports_all_parts_per_case(docs):
 def test_summary_lists_flips_first_with_statistics(docs):
     d = diff_results(load_results(docs / "s.json"), load_results(docs / "t.json"))
     assert d.cases[0].flipped and not d.cases[-1].flipped
-    assert (d.stats.cases, d.stats.regressed) == (12, 0)
+    assert (d.stats.cases, d.stats.regressed) == (16, 0)
     assert d.stats.improved == d.stats.flipped > 0
     ld = next(x for x in d.dimensions if x.dimension == "LD")
     assert (ld.base, ld.new, ld.assessment) == (0.0, 1.0, "better")

@@ -67,7 +67,7 @@ def test_decided_criteria_are_not_exported(steady):
 def test_import_changes_the_metrics_and_marks_them_human(steady, tmp_path):
     results, rpath = steady
     before = results.runs[0]
-    assert before.case("C4-PA-03").verdict == Verdict.UNJUDGED and before.dimensions["PA"].unjudged == 3
+    assert before.case("C4-PA-03").verdict == Verdict.UNJUDGED and before.dimensions["PA"].unjudged == 4
     path, _ = export_review(results, C4.values(), tmp_path / "review.yaml", results_path=rpath)
     fill(path, {"PA-03.completes": ("pass", "找到了亚速尔群岛并给出 7 天行程"),
                 "PA-03.constraints": ("PASS", "葡萄牙，不在东南亚，预算内")})
@@ -81,7 +81,7 @@ def test_import_changes_the_metrics_and_marks_them_human(steady, tmp_path):
     assert crit["PA-03.completes"].evidence == "human: 找到了亚速尔群岛并给出 7 天行程"
     assert crit["PA-03.completes"].reviewer == "李雷" and crit["PA-03.completes"].judged_at
     pa = run.dimensions["PA"]
-    assert (pa.passed, pa.unjudged) == (before.dimensions["PA"].passed + 1, 2)
+    assert (pa.passed, pa.unjudged) == (before.dimensions["PA"].passed + 1, 3)
     assert pa.rate == 0.0                                                        # 0 abandoned of 2 decided
     assert run.judged.human == 2
     # the rest is untouched

@@ -4,7 +4,7 @@ C4 measures four failure modes of tool-using agents under hard tasks: loop
 detection (LD), deadlock recovery (DR), premature abandonment (PA) and
 abandonment rationality (AR). This package brings:
 
-* ``cases/``: the twelve C4 cases as YAML (the suite ``c4``);
+* ``cases/``: the C4 cases as YAML (the suite ``c4``): the seed's twelve and tether's follow-ups;
 * ``catalog/``: the scenario world, deterministic tools for every tool the
   cases name (the world ``c4``);
 * ``policies/``: the offline calibration agents ``policy:stubborn``,

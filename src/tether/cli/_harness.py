@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..evals import load_suite
 from ..evals.case import Case
+from ..evals.loader import find_case as find_suite_case
 from ..evals.loader import load_case
 from ..guards.budget import Budget, BudgetGuard
 from ..guards.stacks import guard_stack
@@ -47,10 +47,7 @@ def find_case(ref: str) -> Case:
     path = Path(ref)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_case(path)
-    found = [c for c in load_suite("c4") if c.id == ref]
-    if not found:
-        raise UsageError(f"no case {ref!r} in the built-in suite; give a case id (tether case list) or a file")
-    return found[0]
+    return find_suite_case(ref, "c4")     # case-insensitive, with "did you mean"
 
 
 @dataclass

@@ -1,36 +1,59 @@
-"""``tether case``: list, show and validate case files."""
+"""``tether case``: list, show, validate, create and describe case files.
+
+Output meant to be saved or piped (``show``, ``schema``, ``new``, ``tools``,
+``from-trace``) is written as raw text, never through Rich, so nothing is
+wrapped at the terminal width.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
-from ..errors import CaseFileError
+from ..errors import CaseFileError, UsageError
 from ..evals import case_json_schema, load_case, load_suite
-from ..evals.loader import case_files
-from ._common import console, err_console, user_errors
+from ..evals.loader import case_files, find_case_file
+from ..evals.templates import new_case_text, tools_reference
+from ._common import console, user_errors
 
 app = typer.Typer(
     help=(
-        "List, show and validate evaluation cases.\n\n"
+        "List, show, validate and create evaluation cases.\n\n"
         "Examples:\n\n"
         "  tether case list\n\n"
-        "  tether case show C4-LD-01\n\n"
-        "  tether case validate ./my-cases/*.yaml\n\n"
+        "  tether case show C4-LD-01 > my-case.yaml\n\n"
+        "  tether case new my-case\n\n"
+        "  tether case validate ./my-cases\n\n"
+        "  tether case tools                  # the scenario tools and their arguments\n\n"
+        "  tether case from-trace RUN_ID -o from-run.yaml\n\n"
         "  tether case schema > case.schema.json"
     ),
     no_args_is_help=True,
 )
 
 
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
 @app.command("list", help="List the cases of a suite.\n\nExample:  tether case list   |   tether case list ./my-cases")
 def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or a directory")] = "c4") -> None:
     with user_errors():
         cases = load_suite(suite)
+    if not console.is_terminal:        # piped or redirected: one tab-separated line per case, nothing cut
+        _out("\n".join("\t".join([c.id, c.dimension, c.difficulty, c.title, ",".join(c.tools),
+                                  f"{len(c.auto_criteria)} auto, {len(c.judge_criteria)} judge"]) for c in cases))
+        return
     table = Table(title=f"{suite}: {len(cases)} cases")
     for col in ("id", "dim", "difficulty", "title", "tools", "criteria"):
         table.add_column(col, overflow="fold")
@@ -40,26 +63,24 @@ def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or
     console.print(table)
 
 
-@app.command("show", help="Print one case as YAML.\n\nExample:  tether case show C4-DR-01")
+@app.command("show", help=(
+    "Print one case's YAML file as it is (save it, edit it, validate it).\n\n"
+    "Ids match case-insensitively.\n\n"
+    "Example:  tether case show C4-DR-01 > my-case.yaml"))
 def show_case(
     case_id: Annotated[str, typer.Argument(help="case id, e.g. C4-LD-01")],
     suite: Annotated[str, typer.Option(help="built-in suite name or a directory")] = "c4",
 ) -> None:
     with user_errors():
-        for f in case_files(suite):
-            c = load_case(f)
-            if c.id == case_id:
-                console.print(f"[dim]# {f}[/dim]")
-                console.print(f.read_text(encoding="utf-8"), markup=False, highlight=False)
-                return
-    err_console.print(f"no case {case_id!r} in {suite}")
-    raise typer.Exit(2)
+        _, path = find_case_file(case_id, suite)
+        _out(path.read_text(encoding="utf-8"))
 
 
 @app.command("validate", help=(
     "Validate case files: schema, known tools, consistent tool configs.\n\n"
-    "Errors name file, line and field; the exit code is 1 when any file is invalid.\n\n"
-    "Example:  tether case validate my-case.yaml other.yaml"))
+    "Every problem of a file is reported at once, as file:line:column [field]: message;\n"
+    "the exit code is 1 when any file is invalid.\n\n"
+    "Example:  tether case validate my-case.yaml other.yaml ./my-cases"))
 def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")]) -> None:
     bad = 0
     checked = 0
@@ -73,14 +94,74 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
             except CaseFileError as exc:
                 bad += 1
                 for loc, msg in exc.problems:
-                    err_console.print(f"error {loc}: {msg}", markup=False, highlight=False)
+                    _err(f"error {loc}: {msg}")
                 continue
-            console.print(f"ok {path} ({c.id})", markup=False, highlight=False)
+            except UsageError as exc:
+                bad += 1
+                _err(f"error {path}: {exc}")
+                continue
+            _out(f"ok {path} ({c.id})")
     if bad:
-        err_console.print(f"{bad} of {checked} file(s) invalid")
+        _err(f"{bad} of {checked} file(s) invalid")
         raise typer.Exit(1)
 
 
 @app.command("schema", help="Print the case JSON Schema.\n\nExample:  tether case schema > case.schema.json")
 def schema() -> None:
-    print(json.dumps(case_json_schema(), ensure_ascii=False, indent=2))
+    _out(json.dumps(case_json_schema(), ensure_ascii=False, indent=2))
+
+
+@app.command("new", help=(
+    "Write NAME.yaml, a minimal valid case to start from: one tool declared by schema\n"
+    "(mock_tools, so it runs anywhere), a fault injected into it, and two criteria.\n\n"
+    "Example:  tether case new my-case && tether case validate my-case.yaml && "
+    "tether eval my-case.yaml --model policy:steady"))
+def new_case(
+    name: Annotated[str, typer.Argument(help="the case name; the file is NAME.yaml")],
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    with user_errors():
+        path = Path(name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+        if path.exists() and not force:
+            raise UsageError(f"{path} exists; choose another name or pass --force")
+        path.write_text(new_case_text(path.stem), encoding="utf-8")
+    _out(f"wrote {path}; next: tether case validate {path} && tether eval {path} --model policy:steady")
+
+
+@app.command("tools", help=(
+    "List the tools of a world (a tool catalog cases can name under tools:) with their\n"
+    "arguments.\n\n"
+    "Example:  tether case tools   |   tether case tools --world c4 --markdown"))
+def tools(
+    world: Annotated[Optional[str], typer.Option(help="a registered world (default: every world)")] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="as the Markdown section of docs/cases.md")] = False,
+) -> None:
+    with user_errors():
+        _out(tools_reference(world, markdown=markdown))
+
+
+@app.command("from-trace", help=(
+    "Turn a recorded run into a case skeleton: its user message and history, its tools\n"
+    "declared as mock_tools and mocked from the recorded results, secrets redacted and\n"
+    "personal data pseudonymised; criteria left as TODO comments (one placeholder so it\n"
+    "validates).\n\n"
+    "RUN is a run id in the store (tether runs list) or a trace file (JSON Lines).\n\n"
+    "Example:  tether case from-trace C4-LD-01-3f2a1c -o ld01-from-run.yaml"))
+def from_trace(
+    run: Annotated[str, typer.Argument(help="a run id in the store, or a trace file (.jsonl)")],
+    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the case here (default: print it)")] = None,
+    case_id: Annotated[Optional[str], typer.Option("--id", help="the new case's id (default: derived from the run)")] = None,
+) -> None:
+    from ..evals.from_trace import case_from_run, load_trajectory
+
+    with user_errors():
+        trajectory = load_trajectory(run, store)
+        text = case_from_run(trajectory, case_id=case_id)
+        if output is None:
+            _out(text)
+            return
+        if output.exists():
+            raise UsageError(f"{output} exists; choose another file")
+        output.write_text(text, encoding="utf-8")
+    _out(f"wrote {output}; next: tether case validate {output} && tether eval {output} --model policy:steady")

@@ -137,7 +137,7 @@ def eval_command(
                 console.print(f"  {f.case_id} trial {f.trial}: {f.reason}", highlight=False)
     if sweep:
         from ..evals.sweep import render_sweep
-        render_sweep(results, console, list(stacks))
+        render_sweep(results, console, list(stacks), store=db)
     elif len(config.guard_stacks) > 1:
         render_guard_comparison(results, console)
     if judging is not None:

@@ -1,19 +1,25 @@
-"""Load case files: YAML in, :class:`Case` out, errors with file, line and field.
+"""Load case files: YAML in, :class:`Case` out, every problem at once with file,
+line, column and field.
 
-PyYAML's composer keeps the line of every node; a pydantic error location
-(``criteria.0.pass.min``) is walked down the node tree to the nearest line.
+One pass reports schema errors (in the case format's words, see
+:mod:`.case_errors`), whole-case checks and unknown tools together. The YAML
+is bounded first (size, alias expansion, depth: see :mod:`.case_yaml`).
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from ..errors import CaseFileError, FileLocation, UsageError
 from .case import Case
+from .case_errors import data_loc, friendly, shown
+from .case_yaml import key_node, location, node_at, parse
+
 
 def builtin_suites() -> list[str]:
     """Suites registered through the ``tether.suites`` entry points (c4 is one)."""
@@ -22,124 +28,140 @@ def builtin_suites() -> list[str]:
     return sorted(suites())
 
 
-def _node_at(root: yaml.Node | None, loc: Iterable[Any]) -> yaml.Node | None:
-    node = root
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    nxt = value
-                    break
-            if nxt is None:
-                return node
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                return node
-            node = node.value[part]
-        else:
-            # Union tags (tool_intercept, auto, ...) and such: stay on this node.
-            continue
-    return node
-
-
-def _key_node(root: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
-    """For an unknown key, point at the key itself."""
-    parent = _node_at(root, loc[:-1])
-    if isinstance(parent, yaml.MappingNode):
-        for key, _ in parent.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == str(loc[-1]):
-                return key
-    return None
-
-
 def load_case_text(text: str, path: str = "<case>") -> Case:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        col = mark.column + 1 if mark else None
-        raise CaseFileError([(FileLocation(path, line, col), f"broken YAML: {exc.problem or exc}")]) from None
+    """A case from YAML text; every problem of the file in one CaseFileError, in file order."""
+    data, root, problems = parse(text, path)
     if not isinstance(data, dict):
-        raise CaseFileError([(FileLocation(path, 1), "a case file must be a YAML mapping (key: value)")])
+        raise CaseFileError([(FileLocation(path, 1, 1), "a case file must be a YAML mapping (key: value); "
+                                                         "start from tether case new NAME")])
+    problems = list(problems)
+    raw = raw_problems(data, root, path)
+    case: Case | None = None
     try:
         case = Case.model_validate(data)
     except ValidationError as exc:
-        raise CaseFileError(_problems(exc, root, path)) from None
-    problems = semantic_problems(case, root, path)
+        problems += _problems(exc, root, path, skip_model_checks=bool(raw))
+    problems += raw
+    problems += tool_problems(data, root, path)
     if problems:
-        raise CaseFileError(problems)
+        raise CaseFileError(_ordered(problems))
+    assert case is not None
     return case
 
 
-def _problems(exc: ValidationError, root: yaml.Node | None, path: str) -> list[tuple[FileLocation, str]]:
+def _ordered(problems: list[tuple[FileLocation, str]]) -> list[tuple[FileLocation, str]]:
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for loc, msg in sorted(problems, key=lambda p: (p[0].line or 0, p[0].column or 0)):
+        key = (loc.line, loc.column, loc.field, msg)
+        if key not in seen:
+            seen.add(key)
+            out.append((loc, msg))
+    return out
+
+
+def _problems(exc: ValidationError, root: yaml.Node | None, path: str, *,
+              skip_model_checks: bool) -> list[tuple[FileLocation, str]]:
     problems = []
-    seen = set()
     for err in exc.errors():
-        loc = tuple(p for p in err["loc"])
-        # Drop union-tag parts (e.g. 'auto', 'call_count', 'tool_mock') from the
-        # field path shown to people, but keep them for walking the tree.
-        shown = ".".join(str(p) for p in loc if not _is_tag(p))
-        node = _key_node(root, _data_loc(loc)) if err["type"] == "extra_forbidden" else None
-        node = node or _node_at(root, _data_loc(loc))
-        line = node.start_mark.line + 1 if node is not None else None
-        col = node.start_mark.column + 1 if node is not None else None
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (not part of the case schema)"
-        elif "input" in err and err["type"] not in ("missing",):
-            msg = f"{msg} (got {err['input']!r:.60})"
-        key = (line, shown, msg)
-        if key in seen:
-            continue
-        seen.add(key)
-        problems.append((FileLocation(path, line, col, shown or None), msg))
+        loc = tuple(err["loc"])
+        if not loc and err["type"] == "value_error" and skip_model_checks:
+            continue                     # the same check, with a line, is in raw_problems
+        keys = data_loc(loc)
+        field = shown(loc)
+        if err["type"] == "list_type" and len(keys) >= 2 and keys[-2] == "groups":
+            keys, field = keys[:-1], ".".join(str(k) for k in keys[:-1])   # one message per groups key
+            err = {k: v for k, v in err.items() if k != "input"}
+        node = key_node(root, keys) if err["type"] == "extra_forbidden" else None
+        problems.append((location(path, node or node_at(root, keys), field or None), friendly(err)))
     return problems
 
 
-_TAGS = {"auto", "judge", "tool_intercept", "tool_mock", "call_count", "identical_calls", "strategies",
-         "questions_asked", "mentions", "no_invented", "status_in", "tool_called", "function-after", "function-before"}
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
 
 
-def _is_tag(part: Any) -> bool:
-    return isinstance(part, str) and (part in _TAGS or "[" in part)
-
-
-def _data_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(p for p in loc if not _is_tag(p))
-
-
-def semantic_problems(case: Case, root: yaml.Node | None, path: str) -> list[tuple[FileLocation, str]]:
-    """Checks the schema cannot express: tools exist, configs name visible tools."""
-    from .world import missing_tools
-
+def raw_problems(data: dict[str, Any], root: yaml.Node | None, path: str) -> list[tuple[FileLocation, str]]:
+    """Whole-case checks, run on the data even when the schema check fails (so they come in the same pass)."""
     problems = []
-    try:
-        missing, offered = missing_tools(case)
-    except UsageError as exc:
-        field = "toolset" if case.toolset else "world"
-        node = _node_at(root, (field,))
-        return [(FileLocation(path, _line(node), field=field), str(exc))]
-    for i, name in enumerate(case.tools):
-        if name in missing:
-            node = _node_at(root, ("tools", i))
-            problems.append((FileLocation(path, _line(node), field=f"tools.{i}"),
-                             f"unknown tool {name!r}; known tools: {', '.join(sorted(set(offered))) or '(none)'}"))
-    visible = set(case.tools) or {m.name for m in case.mock_tools}
-    if case.toolset and not case.tools:
-        visible |= set(offered)
-    for name in sorted(case.configured_tools - visible):
-        node = _node_at(root, ("tool_config",))
-        problems.append((FileLocation(path, _line(node), field="tool_config"),
-                         f"tool {name!r} is intercepted or mocked but not listed under tools:"))
+    inp = data.get("input")
+    if isinstance(inp, dict) and not inp.get("message") and not inp.get("history"):
+        problems.append((location(path, node_at(root, ("input",)), "input"),
+                         "input needs a message (the user's request) or a history (earlier turns), or both"))
+    seen: dict[str, int] = {}
+    for i, crit in enumerate(data.get("criteria") or [] if isinstance(data.get("criteria"), list) else []):
+        cid = crit.get("id") if isinstance(crit, dict) else None
+        if isinstance(cid, str):
+            if cid in seen:
+                problems.append((location(path, node_at(root, ("criteria", i, "id")), f"criteria.{i}.id"),
+                                 f"criterion id {cid!r} is used twice (also criteria.{seen[cid]}); ids must differ"))
+            seen.setdefault(cid, i)
     return problems
 
 
-def _line(node: yaml.Node | None) -> int | None:
-    return node.start_mark.line + 1 if node is not None else None
+def tool_problems(data: dict[str, Any], root: yaml.Node | None, path: str) -> list[tuple[FileLocation, str]]:
+    """Tool names that no source provides, and configs / criteria naming tools the agent does not see."""
+    from .world import tool_availability
+
+    def strs(value: Any) -> list[tuple[int, str]]:
+        return [(i, v) for i, v in enumerate(value) if isinstance(v, str)] if isinstance(value, list) else []
+
+    tools = strs(data.get("tools"))
+    mocks = [m.get("name") for m in _as_list(data.get("mock_tools")) if isinstance(m, dict)]
+    mocks = [m for m in mocks if isinstance(m, str)]
+    toolset = data.get("toolset") if isinstance(data.get("toolset"), str) else None
+    world = data.get("world") if isinstance(data.get("world"), str) else None
+    try:
+        missing, offered = tool_availability([t for _, t in tools], mocks, toolset, world, f"case {data.get('id')}")
+    except UsageError as exc:
+        field = "toolset" if toolset else "world" if world else "tools"
+        return [(location(path, node_at(root, (field,)), field), str(exc))]
+    problems = []
+    known = sorted(set(offered))
+    for i, name in tools:
+        if name in missing:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append((location(path, node_at(root, ("tools", i)), f"tools.{i}"),
+                             f"unknown tool {name!r}; {hint}known tools: {', '.join(known) or '(none)'} "
+                             "(declare your own under mock_tools, or give a toolset)"))
+    visible = {t for _, t in tools} or set(mocks)
+    if toolset and not tools:
+        visible |= set(offered)
+    for loc, name in _named_tools(data):
+        if name not in visible:
+            what = "criterion counts" if loc[0] == "criteria" else "tool_config intercepts or mocks"
+            problems.append((location(path, node_at(root, loc), ".".join(map(str, loc))),
+                             f"the {what} tool {name!r}, which is not listed under tools: "
+                             f"(the agent sees: {', '.join(sorted(visible)) or 'no tools'})"))
+    return problems
+
+
+def _named_tools(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """(path, name) of every tool a tool config or a criterion names."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    raw_cfg = data.get("tool_config")
+    single = isinstance(raw_cfg, dict)
+    for i, cfg in enumerate(_as_list(raw_cfg)):
+        if not isinstance(cfg, dict):
+            continue
+        base: tuple[Any, ...] = ("tool_config",) if single else ("tool_config", i)
+        if isinstance(cfg.get("intercept_tool"), str):
+            out.append(((*base, "intercept_tool"), cfg["intercept_tool"]))
+        for j, name in enumerate(cfg.get("intercept_tools") or [] if isinstance(cfg.get("intercept_tools"), list) else []):
+            if isinstance(name, str):
+                out.append(((*base, "intercept_tools", j), name))
+        calls = cfg.get("mocked_calls")
+        for j, call in enumerate(calls if isinstance(calls, list) else []):
+            if isinstance(call, dict) and isinstance(call.get("tool"), str):
+                out.append(((*base, "mocked_calls", j, "tool"), call["tool"]))
+    crits = data.get("criteria")
+    for i, crit in enumerate(crits if isinstance(crits, list) else []):
+        names = crit.get("tools") if isinstance(crit, dict) else None
+        for j, name in enumerate(names if isinstance(names, list) else []):
+            if isinstance(name, str):
+                out.append((("criteria", i, "tools", j), name))
+    return out
 
 
 def read_utf8(path: str | Path, what: str = "file") -> str:
@@ -208,3 +230,29 @@ def load_suite(*sources: str | Path) -> list[Case]:
     if dupes:
         raise UsageError(f"duplicate case ids across the loaded files: {', '.join(dupes)}")
     return cases
+
+
+def find_case_file(ref: str, suite: str | Path = "c4") -> tuple[Case, Path]:
+    """The case with id ``ref`` in ``suite`` (ids match case-insensitively) and its file.
+
+    A miss names the closest ids ("did you mean C4-LD-01?")."""
+    found: list[tuple[Case, Path]] = []
+    for path in case_files(suite):
+        found.append((load_case(path), path))
+    for case, path in found:
+        if case.id == ref:
+            return case, path
+    folded = [(c, p) for c, p in found if c.id.casefold() == ref.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    ids = [c.id for c, _ in found]
+    close = difflib.get_close_matches(ref.casefold(), [i.casefold() for i in ids], n=1, cutoff=0.6)
+    by_fold = {i.casefold(): i for i in ids}
+    hint = f"; did you mean {by_fold[close[0]]}?" if close else ""
+    where = f"the {suite} suite" if isinstance(suite, str) and not Path(suite).exists() else str(suite)
+    raise UsageError(f"no case {ref!r} in {where}{hint} (list them: tether case list {suite})")
+
+
+def find_case(ref: str, suite: str | Path = "c4") -> Case:
+    """A case by id in ``suite`` (see :func:`find_case_file`)."""
+    return find_case_file(ref, suite)[0]

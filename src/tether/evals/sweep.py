@@ -17,7 +17,6 @@ or of its configuration (``loop.*`` is :class:`~tether.guards.loop.LoopConfig`,
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich import box
@@ -26,7 +25,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import UsageError
-from ..events import Trajectory
 from ..guards._base import Guard
 from ..guards.budget import Budget
 from ..guards.stacks import guard_stack
@@ -103,12 +101,14 @@ def sweep_stacks(setting: str, values: Sequence[Any], base: str = "on") -> dict[
     return stacks
 
 
-def _usage(trace: str | None, out_dir: str | None, model: str) -> tuple[int, float]:
-    """(tokens, USD) of one trial from its saved trace; the cost is the
+def _usage(store: Any, run_id: str | None, model: str) -> tuple[int, float]:
+    """(tokens, USD) of one trial from its stored run; the cost is the
     recorded one, else priced from the budget's price table (0 when unknown)."""
-    if not trace or not out_dir or not (Path(out_dir) / trace).exists():
+    if store is None or not run_id or store.get_run(run_id) is None:
         return 0, 0.0
-    u = Trajectory.load(Path(out_dir) / trace).usage()
+    from ..store.export import load_run
+
+    u = load_run(store, run_id).usage()
     cost = u.cost
     if not cost:
         price = Budget().price(model)
@@ -116,7 +116,7 @@ def _usage(trace: str | None, out_dir: str | None, model: str) -> tuple[int, flo
     return u.input_tokens + u.output_tokens, cost
 
 
-def render_sweep(results: Results, console: Console, labels: Sequence[str]) -> None:
+def render_sweep(results: Results, console: Console, labels: Sequence[str], store: Any = None) -> None:
     """Per model: a case x value table (automatic verdict · tool calls · tokens)
     and totals (passes, tool calls, tokens, cost, runs a guard ended)."""
     for model in dict.fromkeys(r.model for r in results.runs):
@@ -133,7 +133,7 @@ def render_sweep(results: Results, console: Console, labels: Sequence[str]) -> N
             for k, r in enumerate(runs):
                 c = r.cases[i]
                 calls = sum(t.counters.tool_calls for t in c.trials)
-                used = [_usage(t.trace, results.out_dir, model) for t in c.trials]
+                used = [_usage(store, t.run_id, model) for t in c.trials]
                 tok = sum(u[0] for u in used)
                 tot = totals[k]
                 tot["calls"] += calls

@@ -46,42 +46,57 @@ def user_toolset(ref: str) -> ToolSet:
 
 def find_world(case: Case, names: list[str]) -> World | None:
     """The world the case's remaining tool names come from (None when there are none)."""
+    return _find_world(case.world, names, f"case {case.id}")
+
+
+def _find_world(world: str | None, names: list[str], label: str) -> World | None:
     if not names:
         return None
     known = worlds()
-    if case.world is not None:
-        if case.world not in known:
-            raise UsageError(f"case {case.id}: unknown world {case.world!r}; registered worlds: "
+    if world is not None:
+        if world not in known:
+            raise UsageError(f"{label}: unknown world {world!r}; registered worlds: "
                              f"{', '.join(sorted(known)) or '(none)'}")
-        return known[case.world]
+        return known[world]
     fits = [w for w in known.values() if set(names) <= set(w.names())]
     if len(fits) == 1:
         return fits[0]
     if not fits:
         return None
-    raise UsageError(f"case {case.id}: tools {', '.join(names)} are in several worlds "
+    raise UsageError(f"{label}: tools {', '.join(names)} are in several worlds "
                      f"({', '.join(w.name for w in fits)}); say which with world:")
 
 
 def missing_tools(case: Case) -> tuple[list[str], list[str]]:
     """(names no source provides, names of every tool the sources offer) for validation."""
-    names = [n for n in case.tools if n not in {m.name for m in case.mock_tools}]
-    offered: list[str] = [m.name for m in case.mock_tools]
-    if case.toolset:
-        own = user_toolset(case.toolset).names()
+    return tool_availability(case.tools, [m.name for m in case.mock_tools], case.toolset, case.world,
+                             f"case {case.id}")
+
+
+def tool_availability(tools: list[str], mock_names: list[str], toolset: str | None, world: str | None,
+                      label: str = "case") -> tuple[list[str], list[str]]:
+    """(names of ``tools`` no source provides, every tool name the sources offer).
+
+    Raises UsageError when the toolset cannot be loaded or the world is unknown."""
+    names = [n for n in tools if n not in set(mock_names)]
+    offered: list[str] = list(mock_names)
+    if toolset:
+        own = user_toolset(toolset).names()
         offered += own
         names = [n for n in names if n not in own]
     if not names:
         return [], offered
-    if case.world is not None:
-        world = find_world(case, names)
-        offered += world.names() if world else []
-        return [n for n in names if world is None or n not in world.names()], offered
+    if world is not None:
+        found = _find_world(world, names, label)
+        offered += found.names() if found else []
+        return [n for n in names if found is None or n not in found.names()], offered
     known = worlds()
     for w in known.values():
         offered += w.names()
-    world = find_world(case, names)
-    return ([] if world else [n for n in names if not any(n in w.names() for w in known.values())] or names), offered
+    found = _find_world(None, names, label)
+    if found:
+        return [], offered
+    return [n for n in names if not any(n in w.names() for w in known.values())] or names, offered
 
 
 def case_toolset(case: Case, *, seed: int = 0) -> ToolSet:

@@ -335,5 +335,4 @@ __all__ = [
     "ReplayUser",
     "UserReplyMismatch",
     "VerifyTools",
-    "escalate",
 ]

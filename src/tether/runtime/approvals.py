@@ -130,7 +130,8 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
         try:
             result = fn(*args)
         except BaseException as exc:  # delivered to the waiting task
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(exc))
+            error = exc
+            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(error))
         else:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
 

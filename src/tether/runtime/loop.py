@@ -69,7 +69,6 @@ async def drive(session: RunSession, agent: Any, task: AgentTask) -> RunResult:
     """Run ``agent`` on ``session`` to a terminal status (see the module docstring).
     An agent with a ``final_reply(session, status, why)`` method writes the
     reply of every ending itself (plan mode writes it from the facts)."""
-    error = kind = None
     try:
         return await _drive(session, agent, task)
     finally:
