@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from typer.testing import CliRunner
@@ -48,3 +49,14 @@ def test_report_errors_are_one_line(tmp_path):
     (tmp_path / "bad.json").write_text('{"format": "other"}', encoding="utf-8")
     res = runner.invoke(app, ["report", str(tmp_path / "bad.json")])
     assert res.exit_code == 2 and "not a tether results document" in res.output
+
+
+def test_report_without_its_store_says_what_to_pass(tmp_path):
+    r = _eval(tmp_path, "r.json")
+    doc = json.loads(r.read_text(encoding="utf-8"))
+    doc["store"] = str(tmp_path / "gone.db")             # the results name a store that is not there
+    r.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    res = runner.invoke(app, ["report", str(r), "--html", str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "--store" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["report", str(r), "--html", str(tmp_path / "x.html"), "--store", str(tmp_path / "t.db")])
+    assert res.exit_code == 0, res.output

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 
 from ...evals.results import CaseResult, ModelRunResult, Results, TrialResult
 from ...evals.stats import pass_hat_k, wilson
+from ...evals.stored import RunMissing
 from ...events import Trajectory
 from .. import metrics
 from .transcript import Transcript, build, language
@@ -21,11 +22,11 @@ def slug(*parts: Any) -> str:
 
 
 def errored(t: TrialResult) -> bool:
-    return bool(getattr(t, "errored", False)) or str(t.verdict) == "error" or t.status == "error"
+    return t.errored
 
 
 def scored(t: TrialResult) -> bool:
-    return not errored(t) and not t.simulator_fault
+    return t.scored
 
 
 @dataclass
@@ -40,8 +41,7 @@ class TrialView:
 
     @property
     def run_id(self) -> str | None:
-        return getattr(self.trial, "run_id", None) or (self.trajectory.started.run_id
-                                                       if self.trajectory and self.trajectory.started else None)
+        return self.trial.run_id
 
     @property
     def transcript(self) -> Transcript | None:
@@ -58,56 +58,19 @@ TrajectoryLoader = Callable[[ModelRunResult, CaseResult, TrialResult], Trajector
 
 
 def default_loader(results: Results, results_path: str | Path | None, store: Any = None) -> TrajectoryLoader:
-    """Read each trial's run: from the store (a trial with ``run_id``; the
-    results' own store or ``store``), else from its trace file (``trace``
-    under the results' ``out_dir``)."""
+    """Read each trial's run from the store the results name (or ``store``),
+    checked against the digest the results pinned (:mod:`tether.evals.stored`)."""
+    from ...evals.stored import load_trial, open_runs
+
     source: Any = None
 
     def load(run: ModelRunResult, case: CaseResult, trial: TrialResult) -> Trajectory:
         nonlocal source
-        run_id = getattr(trial, "run_id", None)
-        if run_id:
-            if source is None:
-                source = _run_source(results, results_path, store)
-            try:
-                from ...evals.stored import load_trial
-            except ImportError:                 # before results v2: read the run as stored
-                return source.load(run_id)
-            return load_trial(source, trial, label=f"{run.model} · guards {run.guards} · {case.case_id} ")
-        trace = getattr(trial, "trace", None)
-        if trace:
-            base = Path(results.out_dir or ".") if getattr(results, "out_dir", None) else Path(".")
-            candidates = [base / trace]
-            if results_path is not None and not base.is_absolute():
-                candidates.append(Path(results_path).resolve().parent / base / trace)
-            for p in candidates:
-                if p.is_file():
-                    return Trajectory.load(p)
-            raise FileNotFoundError(f"trace {trace} not found (looked in {', '.join(str(c) for c in candidates)})")
-        raise FileNotFoundError("the results name no run or trace for this trial")
+        if source is None:
+            source = open_runs(results, results_path, store=store)
+        return load_trial(source, trial, label=f"{run.model} · guards {run.guards} · {case.case_id} ")
 
     return load
-
-
-def _run_source(results: Results, results_path: str | Path | None, store: Any) -> Any:
-    try:
-        from ...evals.stored import open_runs
-    except ImportError:
-        open_runs = None
-    if open_runs is not None:
-        return open_runs(results, results_path, store=store)
-
-    class _Source:                              # pragma: no cover - results v1 with run ids
-        def __init__(self, db: Any):
-            self.db = db
-
-        def load(self, run_id: str) -> Trajectory:
-            from ...store.export import load_run
-            return load_run(self.db, run_id)
-
-    from ...store import SQLiteStore
-    return _Source(store if store is not None and not isinstance(store, (str, Path))
-                   else SQLiteStore(store or getattr(results, "store", None)))
 
 
 @dataclass
@@ -171,7 +134,7 @@ class Report:
         return {"rate": m.rate, "auto_rate": m.auto_rate, "better": m.better, "name": m.name, "n": decided,
                 "low": ci.low if ci else None, "high": ci.high if ci else None, "passed": m.passed,
                 "failed": m.failed, "unclear": m.unclear, "unjudged": m.unjudged, "pass_k": phk,
-                "errors": getattr(m, "errors", 0), "faults": m.simulator_faults}
+                "errors": m.errors, "faults": m.simulator_faults}
 
     def pass_k(self, cases: list[CaseResult], k: int) -> float | None:
         """Mean over cases of pass^k (tau-bench's unbiased C(c, k) / C(n, k)) over scored trials."""
@@ -252,7 +215,7 @@ def build_report(results: Results, *, loader: TrajectoryLoader | None = None, ti
                 view = TrialView(key, run, case, trial)
                 try:
                     view.trajectory = loader(run, case, trial)
-                except Exception as exc:         # a missing run is shown as missing, not a crash
+                except RunMissing as exc:        # one missing run is shown as missing; no store at all is an error
                     view.missing = str(exc)
                 report.trials[key] = view
     return report

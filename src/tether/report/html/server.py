@@ -61,7 +61,7 @@ class Viewer:
                 results = Results.model_validate(found["results"])
                 report = build_report(results, store=self.store)
                 checkpoints = {v.run_id: self._checkpoints(v.run_id) for v in report.trials.values() if v.run_id}
-                self._reports[key] = render_report(report, source=f"eval {eval_id} in {self.store.path}",
+                self._reports[key] = render_report(report, source=f"store {self.store.path}",
                                                    nav=NAV + NAV_REPORT, checkpoints=checkpoints)
             return self._reports[key]
 
