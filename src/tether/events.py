@@ -362,15 +362,23 @@ class Trajectory:
 
     @classmethod
     def from_jsonl(cls, text: str, *, path: str = "<trace>") -> "Trajectory":
+        """Events from JSON Lines; every problem with its line (reading stops after
+        :data:`tether.inputs.MAX_PROBLEMS` of them: a file that is not a trace says so early)."""
+        from .inputs import MAX_PROBLEMS, loads_json
+
         events: list[Event] = []
         problems: list[tuple[FileLocation, str]] = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
+            if len(problems) >= MAX_PROBLEMS:
+                problems.append((FileLocation(path, lineno), f"stopped reading after {MAX_PROBLEMS} problems: "
+                                                             "is this a trace (JSON Lines of tether events)?"))
+                break
             try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append((FileLocation(path, lineno, exc.colno), f"not JSON: {exc.msg}"))
+                raw = loads_json(line, path, line=lineno)
+            except CaseFileError as exc:
+                problems.extend(exc.problems)
                 continue
             try:
                 event = EVENT_ADAPTER.validate_python(raw)
@@ -387,8 +395,10 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: str | Path) -> "Trajectory":
-        path = Path(path)
-        return cls.from_jsonl(path.read_text(encoding="utf-8"), path=str(path))
+        """A trace file (bounded, UTF-8, errors naming the file: :func:`tether.inputs.read_text`)."""
+        from .inputs import read_text
+
+        return cls.from_jsonl(read_text(path, "trace file"), path=str(path))
 
 
 def events_digest(events: Iterable[dict[str, Any]]) -> str:

@@ -27,6 +27,13 @@ err_console = Console(stderr=True, soft_wrap=True)
 EXIT_INPUT = 2
 EXIT_INTERNAL = 70
 
+# Bounds of numeric options (docs/cli.md, "Limits"): past them a command refuses to start.
+MAX_TRIALS = 1_000            # --trials
+MAX_RUNS = 100_000            # runs one eval makes (subjects x cases x trials x guard stacks)
+MAX_CONCURRENCY = 256         # --concurrency
+MAX_STEPS = 1_000             # --max-steps
+MAX_JUDGE_SAMPLES = 20        # --judge-samples
+
 
 def debug_enabled() -> bool:
     return os.environ.get("TETHER_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
@@ -36,6 +43,10 @@ def describe(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for a failure that is not a tether error."""
     import sqlite3
 
+    if isinstance(exc, CaseFileError):
+        return EXIT_INPUT, "\n".join(f"{loc}: {msg}" for loc, msg in exc.problems) or str(exc)
+    if isinstance(exc, UsageError):
+        return EXIT_INPUT, str(exc)
     if isinstance(exc, UnicodeDecodeError):
         return EXIT_INPUT, f"input is not UTF-8 text ({exc.reason} at byte {exc.start})"
     if isinstance(exc, RecursionError):
@@ -51,6 +62,10 @@ def describe(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, OSError):
         return EXIT_INPUT, f"{exc.filename or 'I/O'}: {exc.strerror or exc}"
     if isinstance(exc, sqlite3.DatabaseError):
+        from ..store.opening import LAST_OPENED, recovery
+
+        if LAST_OPENED:
+            return EXIT_INPUT, f"store {LAST_OPENED[-1]} could not be used: {exc}; {recovery(LAST_OPENED[-1])}"
         return EXIT_INPUT, (f"the store could not be used: {exc} (is --store / $TETHER_STORE a tether store? "
                             "a damaged one can be moved aside; tether starts a new one)")
     if isinstance(exc, (ValueError, OverflowError)) and "integer string conversion" in str(exc):

@@ -3,6 +3,7 @@ stored run's metadata (so `tether resume` and `tether approve` can continue it).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ _BUDGET_KEYS = {"tool_calls": "max_tool_calls", "model_calls": "max_model_calls"
                 "tokens": "max_total_tokens", "input_tokens": "max_input_tokens", "output_tokens": "max_output_tokens",
                 "cost": "max_cost"}
 APPROVERS = ("deferred", "cli", "deny", "allow")
+MAX_BUDGET = 1e12         # any --budget value (tool calls, tokens, seconds, cost)
 
 
 def parse_budget(text: str) -> Budget:
@@ -35,11 +37,18 @@ def parse_budget(text: str) -> Budget:
         if not sep or key.strip() not in _BUDGET_KEYS:
             raise UsageError(f"--budget {text!r}: expected key=value pairs with keys {', '.join(_BUDGET_KEYS)}")
         try:
-            number = float(raw)
+            number = float(raw) if len(raw) <= 40 else math.nan
         except ValueError:
             raise UsageError(f"--budget {text!r}: {key}={raw!r} is not a number") from None
+        if not math.isfinite(number) or number <= 0 or number > MAX_BUDGET:
+            raise UsageError(f"--budget {key}={raw[:40]!r}: a budget is a finite number above 0 "
+                             f"(at most {MAX_BUDGET:g})")
         field = _BUDGET_KEYS[key.strip()]
-        values[field] = number if field in ("max_seconds", "max_cost") else int(number)
+        if field not in ("max_seconds", "max_cost"):
+            if number != int(number):
+                raise UsageError(f"--budget {key}={raw!r}: {key} is a whole number")
+            number = int(number)
+        values[field] = number
     return Budget(**values)
 
 

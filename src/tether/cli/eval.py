@@ -10,13 +10,14 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..errors import UsageError
 from ..evals import EvalConfig, load_suite, run_suite
 from ..evals.results import Results
 from ..evals.runner import new_eval_id, open_store, resolve_agent
 from ..guards.stacks import guard_stack
 from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
 from ..report.terminal import render_errors
-from ._common import console, err_console, user_errors
+from ._common import MAX_CONCURRENCY, MAX_JUDGE_SAMPLES, MAX_RUNS, MAX_STEPS, MAX_TRIALS, console, err_console, user_errors
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
@@ -59,18 +60,18 @@ def eval_command(
     suite: Annotated[str, typer.Argument(help="built-in suite name (c4) or a directory / YAML file of cases")] = "c4",
     model: Annotated[Optional[list[str]], typer.Option("--model", "-m", help="model spec for tether's own loop, repeatable (policy:steady, openai:gpt-4.1-mini, mypkg.models:make, ...)")] = None,
     agent: Annotated[Optional[list[str]], typer.Option("--agent", "-a", help="your agent: module:factory, path/to/file.py:factory or a tether.agents entry point name, repeatable")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="trials per case; pass^k is reported per case")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="trials running at once")] = 8,
+    trials: Annotated[int, typer.Option(min=1, max=MAX_TRIALS, help="trials per case; pass^k is reported per case")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="trials running at once")] = 8,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="also export every run here as <run_id>.jsonl (a copy; score and diff read the store)")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the versioned results document here")] = None,
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,
-    max_errors: Annotated[int, typer.Option(min=0, help="trials allowed to end in error (unreachable model, harness error) before the exit code is 4")] = 0,
+    max_errors: Annotated[int, typer.Option(min=0, max=MAX_RUNS, help="trials allowed to end in error (unreachable model, harness error) before the exit code is 4")] = 0,
     case: Annotated[Optional[list[str]], typer.Option("--case", "-c", help="only cases whose id matches this glob, repeatable")] = None,
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="override every case's step cap")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, max=MAX_STEPS, help="override every case's step cap")] = None,
     simulator: Annotated[str, typer.Option(help="the simulated user for cases with a persona: scripted, or a model spec for an LLM user")] = "scripted",
     judge: Annotated[Optional[str], typer.Option(help="model spec of the LLM judge for rubric criteria (without one they stay unjudged)")] = None,
-    judge_samples: Annotated[int, typer.Option(min=1, help="ask the judge this many times per criterion and report agreement")] = 1,
+    judge_samples: Annotated[int, typer.Option(min=1, max=MAX_JUDGE_SAMPLES, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
@@ -107,6 +108,10 @@ def eval_command(
             judging = Judge(resolve_model(judge), samples=judge_samples)
         console.print(f"eval {eval_id} · store {store_label}", highlight=False, soft_wrap=True)
         total = (len(models) + len(agents)) * len(cases) * trials * len(config.guard_stacks)
+        if total > MAX_RUNS:
+            raise UsageError(f"this evaluation would make {total:,} runs ({len(models) + len(agents)} subject(s) x "
+                             f"{len(cases)} case(s) x --trials {trials} x {len(config.guard_stacks)} guard stack(s)); "
+                             f"at most {MAX_RUNS:,} in one eval: fewer --trials or --case")
         suite_name = suite if suite == "c4" else Path(suite).name
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from pathlib import Path
 from typing import Annotated, Optional
@@ -106,14 +105,19 @@ def approve_command(
         a = pending[0]
         new_args = None
         if edit is not None:
+            from ..errors import CaseFileError
+            from ..inputs import loads_json
+
             try:
-                new_args = json.loads(edit)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"--edit is not JSON: {exc}") from None
+                new_args = loads_json(edit, "--edit", max_depth=32)
+            except CaseFileError as exc:
+                raise UsageError(f"--edit is not JSON: {exc.problems[0][1]}") from None
             if not isinstance(new_args, dict):
                 raise UsageError("--edit must be a JSON object of arguments")
         status = ("rejected" if reject else "escalated" if escalate else "terminated" if terminate
                   else "modified" if new_args is not None else "approved")
+        if by is not None and not by.strip():
+            raise UsageError("--by '': say who decides (a name is recorded with the decision)")
         who = by or os.environ.get("USER") or "cli"
         db.expire_approvals(run_id)
         if not db.decide_approval(a["id"], status, who, note, new_args):     # compare-and-set: one decider wins

@@ -25,7 +25,7 @@ from ..models import resolve_model
 from ..runtime import RunConfig
 from ..store import SQLiteStore
 from ..status import TerminalStatus
-from ._common import console, user_errors
+from ._common import MAX_STEPS, console, user_errors
 from ._harness import RunSpec, find_case
 
 HELP = """Run one case against one model and print what happened, step by step.
@@ -61,7 +61,7 @@ def run_command(
     approve: Annotated[Optional[list[str]], typer.Option("--approve", help="tools (names or globs) that need human approval, repeatable")] = None,
     approver: Annotated[str, typer.Option(help="who approves: deferred (pause; decide with `tether approve`), cli (ask here), deny, allow")] = "deferred",
     trace: Annotated[Optional[Path], typer.Option(help="save the trace (JSON Lines) here")] = None,
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="override the case's step cap")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, max=MAX_STEPS, help="override the case's step cap")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="run id (default: generated)")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="export the run live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
@@ -76,6 +76,10 @@ def run_command(
         m = resolve_model(model)
         db = SQLiteStore(store)
         run_cfg = RunConfig(store=db, approvals=spec.gate(), meta=spec.meta())
+        if run_id is not None:
+            from ..ids import check_id
+
+            check_id(run_id, "--run-id")
         rid = run_id or f"{the_case.id}-{uuid.uuid4().hex[:6]}"
         tr, result = asyncio.run(run_trial(the_case, m, config=replace(EvalConfig(), max_steps=max_steps), guards=stack,
                                            guards_label=spec.label(), model_label=model, run_config=run_cfg, run_id=rid))

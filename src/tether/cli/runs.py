@@ -16,7 +16,7 @@ from rich.text import Text
 from ..errors import UsageError
 from ..store import SQLiteStore
 from ..store.export import export_run, import_run, load_run
-from ._common import console, user_errors
+from ._common import console, err_console, user_errors
 from ._transcript import render_transcript
 
 app = typer.Typer(
@@ -48,19 +48,21 @@ def _when(ts: float) -> str:
                           "  tether runs list --model 'policy:*' --case 'C4-LD-*' --kind eval")
 def list_runs(
     store: StoreOpt = None,
-    limit: Annotated[int, typer.Option(min=1, help="show at most this many")] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=1_000_000, help="show at most this many")] = 50,
     eval_id: Annotated[Optional[str], typer.Option("--eval", help=f"runs of this eval {_GLOB}")] = None,
     model: Annotated[Optional[str], typer.Option(help=f"runs of this model spec {_GLOB}")] = None,
     case: Annotated[Optional[str], typer.Option(help=f"runs of this case {_GLOB}")] = None,
     status: Annotated[Optional[str], typer.Option(help=f"running, completed, error, ... {_GLOB}")] = None,
     kind: Annotated[Optional[str], typer.Option(help=f"run, eval, replay, cassette, import, mcp, plan {_GLOB}")] = None,
 ) -> None:
-    with user_errors():
-        db = SQLiteStore(store)
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
-    runs = db.list_runs(limit, **filters)
-    total = db.count_runs(**filters)
+    with user_errors():
+        db = SQLiteStore(store, read_only=True)
+        runs = db.list_runs(limit, **filters)
+        total = db.count_runs(**filters)
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
+    for why in db.skipped:
+        err_console.print(f"warning: store {db.path}: {why}", highlight=False, soft_wrap=True)
     if not runs:
         console.print(f"no runs in {db.path}" + (f" matching {said}" if said else ""), highlight=False)
         return
@@ -76,7 +78,8 @@ def list_runs(
     for line in _aligned(("run", "kind", "status", "eval", "case", "model", "guards", "updated", "ckpts", "waiting"),
                          rows):
         console.print(Text(line), highlight=False, soft_wrap=True)
-    shown = f"{len(runs)} of {total} run(s)" if total > len(runs) else f"{total} run(s)"
+    listed = len(runs) + len(db.skipped)
+    shown = f"{len(runs)} of {total} run(s)" if total > listed else f"{len(runs)} run(s)"
     console.print(f"{shown} in {db.path}" + (f" matching {said}" if said else "")
                   + ("; --limit shows more" if total > len(runs) else ""), highlight=False)
 
@@ -96,7 +99,7 @@ def show_run(
     with user_errors():
         if messages not in ("full", "new", "none"):
             raise UsageError(f"--messages {messages!r}: use full, new or none")
-        db = SQLiteStore(store)
+        db = SQLiteStore(store, read_only=True)
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
@@ -167,10 +170,9 @@ def import_command(
         if file == "-":
             text, where = sys.stdin.read(), "<stdin>"
         else:
-            path = Path(file)
-            if not path.is_file():
-                raise UsageError(f"no such file: {file}")
-            text, where = path.read_text(encoding="utf-8"), file
+            from ..inputs import read_text
+
+            text, where = read_text(Path(file), "run export"), file
         db = SQLiteStore(store)
         if otel:
             from ..report.otel import import_otlp

@@ -18,7 +18,7 @@ from ..evals.rescore import rescore_results
 from ..evals.results import Results
 from ..report import render_attributions, render_cases, render_summary
 from ..report.terminal import render_errors
-from ._common import console, user_errors
+from ._common import MAX_CONCURRENCY, MAX_JUDGE_SAMPLES, console, user_errors
 
 HELP = """Re-score a saved results document: judge the rubric criteria with an LLM judge, re-check the
 automatic criteria, rebuild the metrics. Agents are not re-run: each trial's run is read from
@@ -97,13 +97,13 @@ def render_all(results: Results, quiet: bool) -> None:
 def score_command(
     results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="a results document (tether eval --json)")],
     judge: Annotated[Optional[str], typer.Option("--judge", "-j", help="judge model spec for the rubric criteria; without it only the automatic criteria are re-checked")] = None,
-    judge_samples: Annotated[int, typer.Option("--judge-samples", min=1, help="judge each criterion N times; any disagreement gives unclear")] = 1,
+    judge_samples: Annotated[int, typer.Option("--judge-samples", min=1, max=MAX_JUDGE_SAMPLES, help="judge each criterion N times; any disagreement gives unclear")] = 1,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the re-scored results document here")] = None,
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
     cache_dir: Annotated[Path, typer.Option(help="judge answer cache (JSON Lines)")] = DEFAULT_CACHE_DIR,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ask the judge again, do not read or write the cache")] = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="judge requests at once")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="judge requests at once")] = 4,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
 ) -> None:
     with user_errors():

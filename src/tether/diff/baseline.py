@@ -60,9 +60,14 @@ def accept_baseline(results_path: str | Path, *, reason: str, name: str | None =
     the results name, or ``store``) under ``directory``, and record why."""
     if not reason or not reason.strip():
         raise UsageError("a baseline needs a reason: say why these differences are accepted (--reason '...')")
+    if name is not None and not name.strip():
+        raise UsageError("baseline name '': give a name (or leave --name out to use the suite's)")
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"baselines folder {directory} is a file, not a folder (--dir)")
     source = load_results(results_path, store=store)
     name = name or source.results.suite
-    if not _NAME.match(name):
+    if not _NAME.match(name) or ".." in name:
         raise UsageError(f"baseline name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
     directory = Path(directory)
     now = now or datetime.now(timezone.utc)
@@ -91,19 +96,25 @@ def accept_baseline(results_path: str | Path, *, reason: str, name: str | None =
 
 def list_baselines(directory: str | Path = DEFAULT_DIR) -> list[BaselineEntry]:
     """Every accepted baseline, oldest first (an absent directory has none)."""
+    if Path(directory).exists() and not Path(directory).is_dir():
+        raise UsageError(f"baselines folder {directory} is a file, not a folder (--dir)")
     path = Path(directory) / HISTORY_FILE
-    if not path.is_file():
+    if not path.exists():
         return []
+    from ..inputs import capped, loads_json, read_text
+
     entries, problems = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path, "baseline history").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            entries.append(BaselineEntry.model_validate_json(line))
+            entries.append(BaselineEntry.model_validate(loads_json(line, str(path), line=lineno)))
+        except CaseFileError as exc:
+            problems.extend(exc.problems)
         except ValidationError as exc:
             problems.append((FileLocation(str(path), lineno), f"not a baseline entry: {exc.errors()[0].get('msg')}"))
     if problems:
-        raise CaseFileError(problems)
+        raise CaseFileError(capped(problems))
     return entries
 
 
@@ -115,7 +126,13 @@ def find_baseline(name: str, directory: str | Path = DEFAULT_DIR) -> tuple[Basel
         raise UsageError(f"no baseline named {name!r} in {directory}"
                          + (f"; known: {', '.join(known)}" if known else "; accept one with `tether baseline accept`"))
     entry = entries[-1]
-    path = Path(directory) / entry.path
+    from ..ids import inside
+
+    try:
+        path = inside(directory, entry.path, what="baseline results")
+    except UsageError as exc:
+        raise CaseFileError([(FileLocation(str(Path(directory) / HISTORY_FILE), field="path"),
+                              f"baseline {name!r}: {exc}")]) from None
     found = load_results(path)
     found.runs = ExportDirSource(path.parent / RUNS_DIR)    # the baseline's own copy, never a store
     return entry, found

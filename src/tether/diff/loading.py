@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,20 +47,20 @@ def load_results(path: str | Path, *, store: Any = None) -> ResultsFile:
 
 def load_input(path: str | Path, *, store: Any = None) -> ResultsFile | Trajectory:
     """A results document (``tether eval --json``) or a single JSONL trace (a run export)."""
+    from ..inputs import loads_json, read_text
+    from ..store.export import read_trace
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; give a results JSON or a trace JSONL file") from None
-    try:
-        doc: Any = json.loads(text)
-    except json.JSONDecodeError:
-        doc = None
+    text = read_text(path, "results or trace file")
+    head = text.lstrip()
+    if not head:
+        raise CaseFileError([(FileLocation(str(path), 1), "empty: neither a results document nor a trace")])
+    doc: Any = None
+    if head.startswith("{") and "\n{" not in head.rstrip():       # one JSON document, not JSON Lines
+        doc = loads_json(text, str(path))
     if isinstance(doc, dict) and ("format" in doc or ("runs" in doc and "type" not in doc)):
         return ResultsFile(Results.parse(text, path=str(path)), path, store=store)
-    trajectory = Trajectory.from_jsonl(text, path=str(path))
+    trajectory = read_trace(text, path=str(path))
     if trajectory.started is None:
         raise CaseFileError([(FileLocation(str(path), 1), "neither a results document nor a trace (no run_started event)")])
     return trajectory

@@ -9,11 +9,41 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from datetime import datetime
 
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from ..ids import ID_RULE, is_id
 from ..tools.injection import InjectedResult, MockedCall, ToolConfig, ToolIntercept, ToolMock
 
 CASE_VERSION = 1
+MAX_MESSAGE_CHARS = 100_000      # a user message or a history turn (a case file is at most 1 MB)
+MAX_STEPS = 1_000                # a case's step cap
+
+
+def _case_id(value: str) -> str:
+    if not is_id(value):
+        raise ValueError(f"a case id is {ID_RULE}; got {value[:60]!r}")
+    return value
+
+
+def _instant(value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"now must be an ISO 8601 date and time such as 2026-04-07T10:00:00+08:00; got {value[:40]!r}") \
+            from None
+    return value
+
+
+def _case_version(value: int) -> int:
+    if value != CASE_VERSION:
+        raise ValueError(f"case format version {value} is unknown to this tether (it reads version {CASE_VERSION})")
+    return value
+
+
+CaseId = Annotated[str, AfterValidator(_case_id)]
+Text = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
 
 __all__ = ["Case", "InjectedResult", "MockedCall", "ToolConfig", "ToolIntercept", "ToolMock"]
 
@@ -25,17 +55,17 @@ class _Strict(BaseModel):
 # -- conversation -------------------------------------------------------------
 class HistoryTurn(_Strict):
     role: Literal["user", "agent"]
-    content: str
+    content: Text
     # For agent turns: is this turn a question to the user (counted by
     # ``questions_asked`` criteria)?
     question: bool = False
 
 
 class CaseInput(_Strict):
-    message: str | None = None
+    message: Text | None = None
     history: list[HistoryTurn] = Field(default_factory=list)
     # The fixed "now" of the scenario world, for relative dates (下周五, 明天).
-    now: str = "2026-04-07T10:00:00+08:00"
+    now: Annotated[str, AfterValidator(_instant)] = "2026-04-07T10:00:00+08:00"
 
 
 class Persona(_Strict):
@@ -232,8 +262,8 @@ class MockToolSpec(_Strict):
 
 
 class Case(_Strict):
-    version: int = CASE_VERSION
-    id: str
+    version: Annotated[int, AfterValidator(_case_version)] = CASE_VERSION
+    id: CaseId
     title: str
     suite: str = ""          # set from the suite the file was loaded from when empty
     dimension: Dimension
@@ -253,7 +283,7 @@ class Case(_Strict):
                                            "only by this case's tool_mock / tool_intercept")
     tool_config: list[ToolConfig] = Field(default_factory=list)
     persona: Persona | None = None
-    max_steps: int = 30
+    max_steps: int = Field(default=30, ge=1, le=MAX_STEPS)
     expected_behavior: list[str] = Field(default_factory=list)
     pass_description: str = ""
     fail_description: str = ""

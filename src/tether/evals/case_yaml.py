@@ -14,6 +14,7 @@ walks a field path (``criteria.0.pass.min``) down the node tree.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import yaml
@@ -23,6 +24,19 @@ from ..errors import CaseFileError, FileLocation
 MAX_BYTES = 1_000_000
 MAX_NODES = 20_000
 MAX_DEPTH = 40
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much YAML a kind of file may hold (a case file by default; a review file holds more)."""
+
+    what: str = "case file"
+    max_bytes: int = MAX_BYTES
+    max_nodes: int = MAX_NODES
+    max_depth: int = MAX_DEPTH
+
+
+CASE_BOUNDS = Bounds()
 
 
 def _fail(path: str, msg: str, line: int | None = 1, column: int | None = None, field: str | None = None):
@@ -38,7 +52,7 @@ def other_kind(text: str) -> str | None:
     for candidate in (head, first):
         try:
             doc = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(doc, dict):
             return None
@@ -54,21 +68,24 @@ def other_kind(text: str) -> str | None:
     return None
 
 
-def parse(text: str, path: str) -> tuple[Any, yaml.Node, list[tuple[FileLocation, str]]]:
+def parse(text: str, path: str, bounds: Bounds = CASE_BOUNDS) -> tuple[Any, yaml.Node, list[tuple[FileLocation, str]]]:
     """(data, root node, duplicate-key problems) of a case file's text; a CaseFileError
     for text that cannot safely become data."""
     size = len(text.encode("utf-8"))
-    if size > MAX_BYTES:
-        raise _fail(path, f"file too large ({size:,} bytes); a case file may be at most {MAX_BYTES:,} bytes")
-    kind = other_kind(text)
+    if size > bounds.max_bytes:
+        raise _fail(path, f"file too large ({size:,} bytes); a {bounds.what} may be at most {bounds.max_bytes:,} bytes")
+    kind = other_kind(text) if bounds is CASE_BOUNDS else None
     if kind:
         raise _fail(path, kind)
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        _depth_first(text, path, bounds)
+        loader = yaml.SafeLoader(text)       # the reader refuses control characters (a NUL byte) here
         root = loader.get_single_node()
         if root is None:
-            raise _fail(path, "the file is empty; a case is a YAML mapping (key: value), see tether case new")
-        fatal, dupes = graph_problems(root, path)
+            raise _fail(path, "the file is empty; a case is a YAML mapping (key: value), see tether case new"
+                        if bounds is CASE_BOUNDS else f"the file is empty; a {bounds.what} is a YAML mapping")
+        fatal, dupes = graph_problems(root, path, bounds)
         if fatal:
             raise CaseFileError(dupes + fatal)
         data = loader.construct_document(root)
@@ -79,16 +96,41 @@ def parse(text: str, path: str) -> tuple[Any, yaml.Node, list[tuple[FileLocation
             problem = "more than one YAML document (---); a case file holds one case"
         raise _fail(path, f"broken YAML: {problem}", mark.line + 1 if mark else None,
                     mark.column + 1 if mark else None) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise _fail(path, f"a character YAML does not allow (U+{char:04X}): a {bounds.what} is printable text",
+                    line, column) from None
     except yaml.YAMLError as exc:
         raise _fail(path, f"broken YAML: {exc}") from None
+    except ValueError as exc:              # an integer too long to convert
+        why = "a number too long to read" if "integer string conversion" in str(exc) else str(exc)[:200]
+        raise _fail(path, f"a value YAML cannot read: {why}") from None
     except RecursionError:
-        raise _fail(path, f"nested too deeply (a case nests at most {MAX_DEPTH} levels)") from None
+        raise _fail(path, f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, root, dupes
 
 
-def graph_problems(root: yaml.Node, path: str) -> tuple[list[tuple[FileLocation, str]], list[tuple[FileLocation, str]]]:
+def _depth_first(text: str, path: str, bounds: Bounds) -> None:
+    """Refuse deep nesting from the event stream, before PyYAML's scanner (quadratic in
+    the depth of flow collections) or composer (recursive) sees all of it."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > bounds.max_depth:
+                mark = event.start_mark
+                raise _fail(path, f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)",
+                            mark.line + 1 if mark else None, mark.column + 1 if mark else None)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def graph_problems(root: yaml.Node, path: str, bounds: Bounds = CASE_BOUNDS) -> tuple[list[tuple[FileLocation, str]], list[tuple[FileLocation, str]]]:
     """(fatal problems: alias bombs, self-containing aliases, deep nesting;
     duplicate keys, which still leave data to check)."""
     sizes: dict[int, int] = {}
@@ -109,12 +151,12 @@ def graph_problems(root: yaml.Node, path: str) -> tuple[list[tuple[FileLocation,
             problems.append((where(node), "an alias refers to a value that contains it (a cycle)"))
             raise Stop
         if key in sizes:
-            if depth + heights[key] > MAX_DEPTH:
-                problems.append((where(node), f"nested too deeply (a case nests at most {MAX_DEPTH} levels)"))
+            if depth + heights[key] > bounds.max_depth:
+                problems.append((where(node), f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)"))
                 raise Stop
             return
-        if depth > MAX_DEPTH:
-            problems.append((where(node), f"nested too deeply (a case nests at most {MAX_DEPTH} levels)"))
+        if depth > bounds.max_depth:
+            problems.append((where(node), f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)"))
             raise Stop
         children: list[yaml.Node] = []
         if isinstance(node, yaml.SequenceNode):
@@ -135,9 +177,9 @@ def graph_problems(root: yaml.Node, path: str) -> tuple[list[tuple[FileLocation,
             walk(child, depth + 1)
             total += sizes[id(child)]
             height = max(height, heights[id(child)] + 1)
-            if total > MAX_NODES:
-                problems.append((where(node), f"too many values once aliases are expanded (more than {MAX_NODES:,}); "
-                                              "a case file may not use aliases (&anchor / *alias) to build large "
+            if total > bounds.max_nodes:
+                problems.append((where(node), f"too many values once aliases are expanded (more than "
+                                              f"{bounds.max_nodes:,}); a {bounds.what} may not use aliases (&anchor / *alias) to build large "
                                               "structures"))
                 raise Stop
         active.discard(key)

@@ -166,13 +166,10 @@ def _named_tools(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
 
 def read_utf8(path: str | Path, what: str = "file") -> str:
     """A file's text, or a clean error: not found (UsageError) or not UTF-8 (CaseFileError)."""
-    path = Path(path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{what} not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise CaseFileError([(FileLocation(str(path)), f"not UTF-8: {exc}")]) from None
+    from ..inputs import read_text
+    from .case_yaml import MAX_BYTES
+
+    return read_text(path, what, max_bytes=MAX_BYTES)
 
 
 def load_case(path: str | Path) -> Case:
@@ -188,7 +185,10 @@ def case_files(source: str | Path) -> list[Path]:
         return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
     path = Path(source)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        if not found:
+            raise UsageError(f"no case files (*.yaml, *.yml) in {path}")
+        return found
     if path.is_file():
         return [path]
     raise UsageError(f"no suite named {source!r} and no such file or directory "

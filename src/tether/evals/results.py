@@ -29,7 +29,6 @@ docs/results.md; the JSON Schema ships as ``tether/schemas/results.schema.json``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -233,11 +232,9 @@ class Results(BaseModel):
     @classmethod
     def parse(cls, text: str, *, path: str = "<results>") -> "Results":
         """Parse a results document, checking its format and version first."""
-        try:
-            doc: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError([(FileLocation(path, exc.lineno, exc.colno),
-                                  f"not a tether results document: not JSON ({exc.msg})")]) from None
+        from ..inputs import loads_json
+
+        doc: Any = loads_json(text, path)
         if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT:
             got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
             raise CaseFileError([(FileLocation(path, field="format"),
@@ -264,13 +261,7 @@ class Results(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> "Results":
         """The one loader: reads ``path``, checks format and version (errors name the file)."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"results file not found: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"{path}: is a directory, not a results file") from None
-        except UnicodeDecodeError as exc:
-            raise CaseFileError([(FileLocation(str(path)), f"not UTF-8 text: {exc.reason}")]) from None
+        from ..inputs import read_text
+
+        text = read_text(path, "results file")
         return cls.parse(text, path=str(path))

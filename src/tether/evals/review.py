@@ -26,7 +26,6 @@ from ..errors import CaseFileError, FileLocation, UsageError
 from ..events import Trajectory
 from .case import Case, Rubric
 from .judge import REPLY_LIMIT, _clip, run_lines
-from .loader import read_utf8
 from .rescore import HumanVerdict, apply_human_verdicts
 from .results import Results
 from .stored import RunMissing, RunSource, load_trial, open_runs
@@ -211,21 +210,25 @@ class ReviewEntry:
         return (self.model, self.guards, self.case_id, self.trial)
 
 
+def _review_bounds():
+    from .case_yaml import Bounds
+
+    return Bounds("review file", max_bytes=64 * 1024 * 1024, max_nodes=5_000_000, max_depth=24)
+
+
 def read_review(path: str | Path) -> list[ReviewEntry]:
     """Read and validate a filled review file; every problem reported with file and line.
 
     Criteria whose ``verdict`` is left empty are skipped (not reviewed).
     """
     path = Path(path)
-    text = read_utf8(path, "review file")
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise CaseFileError([(FileLocation(str(path), mark.line + 1 if mark else None,
-                                           mark.column + 1 if mark else None),
-                              f"broken YAML: {exc.problem or exc}")]) from None
+    from ..inputs import read_text
+    from .case_yaml import parse
+
+    text = read_text(path, "review file", max_bytes=_review_bounds().max_bytes)
+    data, root, dupes = parse(text, str(path), _review_bounds())
+    if dupes:
+        raise CaseFileError(dupes)
     where = str(path)
     if not isinstance(data, dict) or data.get("format") != REVIEW_FORMAT:
         raise CaseFileError([(FileLocation(where, 1), f"not a tether review file (expected format: {REVIEW_FORMAT})")])

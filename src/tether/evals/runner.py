@@ -74,7 +74,7 @@ def new_eval_id(now: datetime | None = None) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+    return re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "_", text).strip("_.") or "model"
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -69,10 +69,14 @@ class ExportDirSource:
         self.where = f"folder {self.directory}"
 
     def _path(self, run_id: str) -> Path:
-        return self.directory / f"{run_id}.jsonl"
+        from ..ids import check_id, inside
+
+        return inside(self.directory, f"{check_id(run_id, 'run id')}.jsonl", what="run export")
 
     def has(self, run_id: str) -> bool:
-        return self._path(run_id).is_file()
+        from ..ids import is_id
+
+        return is_id(run_id) and self._path(run_id).is_file()
 
     def load(self, run_id: str) -> Trajectory:
         return Trajectory.load(self._path(run_id))
@@ -124,6 +128,10 @@ def load_trial(source: RunSource, trial: TrialResult, *, label: str = "") -> Tra
     who = f"{label}trial {trial.trial}" if label else f"trial {trial.trial}"
     if not trial.run_id:
         raise RunMissing(f"{who}: the results name no run for it")
+    from ..ids import is_id, shown
+
+    if not is_id(trial.run_id):
+        raise RunMissing(f"{who}: run id {shown(trial.run_id)} in the results is not a valid id; refused")
     if not source.has(trial.run_id):
         raise RunMissing(f"{who}: run {trial.run_id} is not in the {source.where}; point at the store the "
                          "evaluation wrote to (--store PATH) or import the run there "

@@ -231,7 +231,9 @@ class RunSession:
               user: SimulatedUser | None = None, run_id: str | None = None, case_id: str | None = None,
               trial: int = 0) -> "RunSession":
         """Open a new run: records ``run_started`` (and creates the run in the store)."""
-        run_id = run_id or new_run_id()
+        from ..ids import check_id
+
+        run_id = check_id(run_id, "run id") if run_id is not None else new_run_id()
         if config.store is not None:
             config.store.create_run(run_id, model=model_name, case_id=case_id, meta=dict(config.meta),
                                     kind=config.kind, eval_id=config.eval_id, trial=trial, guards=config.guards_label)

@@ -40,9 +40,11 @@ def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
     if not lines:
         raise CaseFileError([(FileLocation(path), "empty: not a trace (a trace is JSON Lines, one event per line; "
                                                   "tether runs export RUN writes one)")])
+    from ..inputs import loads_json
+
     try:
-        first = json.loads(lines[0])
-    except json.JSONDecodeError:
+        first = loads_json(lines[0], path, line=1)
+    except CaseFileError:
         first = None
     if not (isinstance(first, dict) and "type" in first):
         whole = _json_document(text) if first is None or len(lines) == 1 else first
@@ -63,9 +65,11 @@ def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
 
 
 def _json_document(text: str) -> Any:
+    from ..inputs import loads_json
+
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return loads_json(text, "<document>")
+    except CaseFileError:
         return None
 
 
@@ -76,6 +80,11 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
     started = trajectory.started
     if started is None or not trajectory.events or not isinstance(trajectory.events[0], RunStarted):
         raise CaseFileError([(FileLocation(path, 1), "not a tether run export: the first event must be run_started")])
+    from ..ids import is_id, shown
+
+    if not is_id(started.run_id):
+        raise CaseFileError([(FileLocation(path, 1, field="run_id"),
+                              f"run id {shown(started.run_id)} is not a valid id; refused")])
     digest = trajectory.digest()
     existing = store.get_run(started.run_id)
     if existing is not None:
@@ -100,9 +109,11 @@ def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str
 
     from .sqlite import SQLiteStore, default_store_path
 
+    from ..inputs import read_text
+
     path = Path(ref)
-    if path.is_file():
-        return read_trace(path.read_text(encoding="utf-8"), path=ref), ref
+    if path.is_file() or path.exists() or ref.startswith("/dev/"):
+        return read_trace(read_text(path, "trace file"), path=ref), ref
     if path.suffix in (".jsonl", ".json", ".ndjson") or "/" in ref or "\\" in ref:
         raise UsageError(f"trace not found: {ref}")
     where = Path(store_path) if store_path is not None else default_store_path()

@@ -145,32 +145,50 @@ def _state_json(value: Any) -> bytes:
 
 
 class SQLiteStore:
-    """Thread-safe enough for one process running many runs (one connection, a lock)."""
+    """Thread-safe enough for one process running many runs (one connection, a lock).
 
-    def __init__(self, path: str | os.PathLike[str] | None = None):
+    Opening checks the file first (see :mod:`tether.store.opening`): a
+    directory, a device, a file that is not SQLite, a damaged store
+    (``PRAGMA quick_check``) or a store from a newer tether is a
+    :class:`StoreError` naming the file and what to do. ``read_only=True``
+    (the read commands: ``runs list``, ``runs show``, ``score``, ``diff``)
+    opens the file read-only when it or its folder cannot be written.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False):
+        from .opening import connect
+
         self.path = Path(path) if path is not None else default_store_path()
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._chains: dict[str, _Chain] = {}
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self.skipped: list[str] = []          # rows a listing left out (damaged), with why
+        self._db, self.read_only = connect(self.path, read_only=read_only)
         self._db.row_factory = sqlite3.Row
-        # 2 KiB pages (a new store only): a checkpoint or a step's events rewrite fewer bytes than with 4 KiB
-        self._db.execute("PRAGMA page_size=2048")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._migrate()
+        from .opening import checked
+
+        with checked(self.path):
+            if not self.read_only:
+                # 2 KiB pages (a new store only): a checkpoint or a step's events rewrite fewer bytes than with 4 KiB
+                self._db.execute("PRAGMA page_size=2048")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._migrate()
 
     def _migrate(self) -> None:
+        from .opening import StoreError, quick_check
+
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            from ..errors import UsageError
-
-            raise UsageError(f"store {self.path} has schema version {version}, newer than this tether "
+            raise StoreError(f"store {self.path} has schema version {version}, newer than this tether "
                              f"({SCHEMA_VERSION}); upgrade tether or use another --store")
+        if version:
+            quick_check(self._db, self.path)
         if version == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise StoreError(f"store {self.path} is from an older tether (schema {version}) and cannot be written "
+                             "here, so it cannot be upgraded; open it once where it can be written")
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -207,7 +225,9 @@ class SQLiteStore:
                 raise
 
     def _rows(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        from .opening import checked
+
+        with self._lock, checked(self.path):
             return list(self._db.execute(sql, params))
 
     # -- runs --------------------------------------------------------------------
@@ -235,14 +255,27 @@ class SQLiteStore:
 
     def get_run(self, run_id: str) -> dict | None:
         rows = self._rows(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
-        return _run(rows[0]) if rows else None
+        if not rows:
+            return None
+        try:
+            return _run(rows[0])
+        except ValueError as exc:
+            from .opening import StoreError
+
+            raise StoreError(f"run {run_id!r} in store {self.path} is damaged: {exc}") from None
 
     def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
                   case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
         where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
         sql = _SELECT_RUNS + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
-        return [_run(r) for r in self._rows(sql, (*params, limit))]
+        runs = []
+        for r in self._rows(sql, (*params, limit)):
+            try:
+                runs.append(_run(r))
+            except ValueError as exc:        # one damaged row: said once, left out, the listing goes on
+                self.skipped.append(f"run {r['run_id']!r}: {exc}; left out")
+        return runs
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None) -> int:
@@ -589,9 +622,21 @@ def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
 
 
 def _run(r: sqlite3.Row) -> dict:
+    """A runs row as a dict; ValueError saying what is wrong with a damaged one."""
     d = dict(r)
     d["updated"] = d.pop("last_active", d["updated"])
-    d["meta"] = json.loads(d["meta"])
+    try:
+        d["meta"] = json.loads(d["meta"])
+    except (TypeError, ValueError, RecursionError):
+        raise ValueError("its meta column is not JSON") from None
+    if not isinstance(d["meta"], dict):
+        raise ValueError("its meta column is not a JSON object")
+    for key in ("created", "updated"):
+        if isinstance(d[key], bool) or not isinstance(d[key], (int, float)):
+            raise ValueError(f"its {key} column is not a time ({d[key]!r:.40})")
+    for key in ("run_id", "status", "model", "kind", "guards"):
+        if not isinstance(d[key], str):
+            raise ValueError(f"its {key} column is not text")
     return d
 
 

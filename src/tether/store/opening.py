@@ -1,0 +1,119 @@
+"""Opening a store file safely: what may be opened, read-only fallback, damage checks.
+
+- A directory, a device (``/dev/null``) or a pipe given as the store is a
+  :class:`StoreError` naming it; so is a non-empty file that is not SQLite
+  (its first 16 bytes are not ``SQLite format 3\\0``).
+- A store that cannot be written (the file, or the folder its WAL files go
+  in, is read-only) is opened read-only when the caller only reads
+  (``mode=ro``; ``immutable=1`` when even the WAL index cannot be made), and
+  is an error naming it when the caller writes.
+- ``PRAGMA quick_check`` runs on open; a damaged store is an error naming the
+  file and how to recover (move it aside; ``sqlite3 FILE .recover``).
+- Any SQLite error while a store is in use names the store (:func:`checked`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import quote
+
+from ..errors import UsageError
+
+HEADER = b"SQLite format 3\x00"
+LAST_OPENED: list[Path] = []        # the stores this process opened, for error messages that lack a name
+
+
+class StoreError(UsageError):
+    """A store that cannot be used as given (the message names the file and what to do)."""
+
+
+def recovery(path: Path) -> str:
+    return (f"move it aside (mv {path} {path}.damaged) and tether starts a new store there, or recover what it "
+            f"holds with: sqlite3 {path} .recover | sqlite3 recovered.db")
+
+
+def _writable(path: Path) -> bool:
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.exists() and not os.access(path, os.W_OK):
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _check_path(path: Path) -> None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"store {path} is a directory; --store / $TETHER_STORE names the store's file "
+                         f"(e.g. {path / 'tether.db'})")
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"store {path} is not a regular file (a device or a pipe); give a file for the store")
+    if info.st_size == 0:
+        return
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(HEADER))
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
+    if head != HEADER:
+        raise StoreError(f"store {path} is not a tether store (not an SQLite database file); give another "
+                         "--store, or remove the file and tether starts a new store there")
+
+
+def connect(path: Path, *, read_only: bool) -> tuple[sqlite3.Connection, bool]:
+    """(connection, opened read-only) for the store at ``path`` (see the module docstring)."""
+    if str(path) == ":memory:":
+        return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None), False
+    LAST_OPENED.append(path)
+    _check_path(path)
+    if _writable(path) or not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"store {path}: its folder cannot be made ({exc.strerror or exc})") from None
+        if not _writable(path):
+            raise StoreError(f"store {path} cannot be created: its folder is not writable")
+        try:
+            return sqlite3.connect(str(path), check_same_thread=False, isolation_level=None), False
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {path} cannot be opened ({exc})") from None
+    if not read_only:
+        raise StoreError(f"store {path} is read-only (the file or its folder cannot be written); this command "
+                         "writes to the store: give a writable --store")
+    uri = "file:" + quote(str(path.resolve()))
+    for params in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            con = sqlite3.connect(uri + params, uri=True, check_same_thread=False, isolation_level=None)
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return con, True
+        except sqlite3.DatabaseError as exc:
+            last = exc
+            with contextlib.suppress(Exception):
+                con.close()
+    raise StoreError(f"store {path} cannot be opened read-only ({last})")
+
+
+def quick_check(db: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check``: a damaged store is a StoreError naming it and how to recover."""
+    rows = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+    if rows != ["ok"]:
+        raise StoreError(f"store {path} is damaged ({'; '.join(' '.join(str(r).split()) for r in rows)[:200]}); {recovery(path)}")
+
+
+@contextlib.contextmanager
+def checked(path: Path) -> Iterator[None]:
+    """SQLite errors inside become StoreErrors naming the store."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise StoreError(f"store {path} is busy (another process holds a write lock): try again") from None
+        raise StoreError(f"store {path} cannot be used: {exc}; {recovery(path)}") from None
