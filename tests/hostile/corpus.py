@@ -145,7 +145,9 @@ def _write(path: Path, content: bytes | str) -> None:
         path.write_bytes(content)
 
 
-# Commands taking one file: (label, argv template with {f}, file suffix).
+# Commands taking one file: (label, argv template with {f}, file suffix). eval and run
+# load the suite around the file, so every file kind through them is in the slow part.
+IN_SLOW_PART = {"eval", "run"}
 FILE_COMMANDS: list[tuple[str, list[str], str]] = [
     ("case-validate", ["case", "validate", "{f}"], ".yaml"),
     ("eval", ["eval", "{f}", "--model", "policy:steady", "--store", "s.db", "--out", "out", "-q"], ".yaml"),
@@ -174,7 +176,8 @@ def _file_inputs(work: Path, files: dict[str, Callable[[], bytes | str]], slow: 
             if name not in made:
                 made[name] = make()
                 _write(work / name, made[name])
-            out.append(Hostile(f"{label}:{kind}", [a.replace("{f}", name) for a in template], (name,), slow=slow))
+            out.append(Hostile(f"{label}:{kind}", [a.replace("{f}", name) for a in template], (name,),
+                               slow=slow or label in IN_SLOW_PART))
     return out
 
 

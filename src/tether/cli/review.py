@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..evals.review import export_review, import_review
+from ..evals.review import export_review, import_review, read_review
 from ._common import console, user_errors
 
 
@@ -76,9 +76,10 @@ def import_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
 ) -> None:
     with user_errors():
+        entries = read_review(review_path)        # the file being imported first: its problems before any loading
         results = load_results(results_path)
         case_list = load_cases(results, cases)
-        updated, count = import_review(review_path, results, case_list, reviewer=reviewer or default_reviewer())
+        updated, count = import_review(entries, results, case_list, reviewer=reviewer or default_reviewer())
     render_all(updated, quiet)
     render_judging(updated, console)
     target = json_path or results_path

@@ -298,11 +298,12 @@ def review_items(entries: Iterable[ReviewEntry], results: Results, cases: Mappin
     return items
 
 
-def import_review(path: str | Path, results: Results, cases: Iterable[Case] | Mapping[str, Case], *,
-                  reviewer: str | None = None) -> tuple[Results, int]:
-    """Apply a filled review file; returns the re-scored results and the number
-    of verdicts recorded (each with ``reviewer``, when, and what it replaced)."""
+def import_review(path: str | Path | list[ReviewEntry], results: Results,
+                  cases: Iterable[Case] | Mapping[str, Case], *, reviewer: str | None = None) -> tuple[Results, int]:
+    """Apply a filled review file (or its entries, already read); returns the re-scored
+    results and the number of verdicts recorded (each with ``reviewer``, when, and what it replaced)."""
     index = dict(cases) if isinstance(cases, Mapping) else {c.id: c for c in cases}
-    items = review_items(read_review(path), results, index, reviewer)
+    entries = path if isinstance(path, list) else read_review(path)
+    items = review_items(entries, results, index, reviewer)
     count = sum(len(v) for v in items.values())
     return apply_human_verdicts(results, index, items), count

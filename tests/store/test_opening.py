@@ -1,0 +1,128 @@
+"""Opening a store: what is refused (naming the file and what to do), read-only
+stores for the read commands, a damaged row left out of a listing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.cli import app
+from tether.store import SQLiteStore
+from tether.store.opening import StoreError
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def store_with_runs(tmp_path):
+    db = tmp_path / "runs.db"
+    for rid in ("r1", "r2"):
+        res = _invoke("run", "C4-LD-01", "--run-id", rid, "--store", str(db))
+        assert res.exit_code == 0, res.output
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return db
+
+
+def test_a_store_truncated_to_half_is_refused_naming_the_file(store_with_runs, tmp_path):
+    half = tmp_path / "half.db"
+    data = store_with_runs.read_bytes()
+    half.write_bytes(data[: len(data) // 2])
+    res = _invoke("runs", "list", "--store", str(half))
+    assert res.exit_code == 2
+    assert str(half) in res.output and "mv " in res.output and ".recover" in res.output
+    assert "Traceback" not in res.output
+
+
+@contextlib.contextmanager
+def read_only(folder):
+    """``folder`` read-only: by its mode, or (root ignores modes) immutable (chattr +i)."""
+    if os.geteuid() != 0:
+        folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        try:
+            yield
+        finally:
+            folder.chmod(stat.S_IRWXU)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("running as root without chattr +i: a read-only folder cannot be made")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_store_in_a_read_only_folder_lists_and_shows(store_with_runs, tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "runs.db"
+    shutil.copy2(store_with_runs, db)
+    db.chmod(stat.S_IRUSR)
+    with read_only(folder):
+        listed = _invoke("runs", "list", "--store", str(db))
+        assert listed.exit_code == 0, listed.output
+        assert "r1" in listed.output and "r2" in listed.output
+        shown = _invoke("runs", "show", "r1", "--store", str(db))
+        assert shown.exit_code == 0, shown.output
+        wrote = _invoke("run", "C4-LD-01", "--store", str(db))
+        assert wrote.exit_code == 2 and "read-only" in wrote.output and str(db) in wrote.output
+        assert sorted(p.name for p in folder.iterdir()) == ["runs.db"]      # no WAL files written
+
+
+def test_a_read_only_store_file_opens_read_only_for_reading(store_with_runs):
+    """Root ignores folder permissions, so the file's own mode is what this test can count on."""
+    store_with_runs.chmod(stat.S_IRUSR)
+    try:
+        store = SQLiteStore(store_with_runs, read_only=True)
+        if os.access(store_with_runs, os.W_OK):      # root: writable whatever the mode
+            pytest.skip("running as root: the file stays writable")
+        assert store.read_only and {r["run_id"] for r in store.list_runs()} == {"r1", "r2"}
+        with pytest.raises(StoreError, match="read-only"):
+            SQLiteStore(store_with_runs)
+    finally:
+        store_with_runs.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+@pytest.mark.parametrize("kind", ["directory", "devnull", "text", "future"])
+def test_what_is_not_a_store_is_refused_naming_it(kind, tmp_path, store_with_runs):
+    if kind == "directory":
+        path = tmp_path / "a-dir"
+        path.mkdir()
+    elif kind == "devnull":
+        path = "/dev/null"
+    elif kind == "text":
+        path = tmp_path / "notes.db"
+        path.write_text("not a database\n", encoding="utf-8")
+    else:
+        path = tmp_path / "future.db"
+        shutil.copy2(store_with_runs, path)
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA user_version = 99")
+        con.close()
+    with pytest.raises(StoreError, match=str(path)):
+        SQLiteStore(path)
+    res = _invoke("runs", "list", "--store", str(path))
+    assert res.exit_code == 2 and str(path) in res.output and "Traceback" not in res.output
+
+
+def test_one_damaged_row_is_reported_and_left_out_of_the_listing(store_with_runs):
+    con = sqlite3.connect(store_with_runs)
+    con.execute("UPDATE runs SET meta = 'not json {' WHERE run_id = 'r1'")
+    con.commit()
+    con.close()
+    res = _invoke("runs", "list", "--store", str(store_with_runs))
+    assert res.exit_code == 0, res.output
+    assert "r2" in res.output
+    assert "run 'r1': its meta column is not JSON; left out" in res.output
+    shown = _invoke("runs", "show", "r1", "--store", str(store_with_runs))
+    assert shown.exit_code == 2 and "r1" in shown.output and "damaged" in shown.output
