@@ -259,3 +259,24 @@ async def test_a_departure_is_stored_as_an_aborted_replay(cassette_dir, refund_w
     run_id = exc.value.trajectory.started.run_id  # type: ignore[attr-defined]
     run = store.get_run(run_id)
     assert (run["kind"], run["status"], run["error_kind"]) == ("replay", "error", "aborted")
+
+
+async def test_results_that_never_reached_a_tool_are_not_served_from_the_cassette(cassette_dir, refund_world):
+    """An unknown tool (the runner answers) and a repeated side effect (the ledger answers)
+    are answered by the live run loop again in replay; only real tool results are served."""
+    model = ScriptedModel([
+        Decision.call("get_order", {"order_id": "A100"}),
+        Decision.call("cancel_order", {"order_id": "A100"}),                    # no such tool
+        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),
+        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),  # the ledger answers
+        Decision.final("退款已提交，退款单号为 R900。"),
+    ], name="refund-agent")
+    _, cassette = await record_run(model, refund_world.tools, message=MESSAGE)
+    cassette = Cassette.load(cassette.save(cassette_dir / "sources.json"))
+    sources = [r.source for r in cassette.trajectory().tool_results()]
+    assert sources == ["tool", "runner", "tool", "ledger"]
+    assert [c.tool for c in cassette.recorded_calls()] == ["get_order", "create_refund"]
+
+    result = await Replayer(cassette).run()
+    assert [r.source for r in result.trajectory.tool_results()] == ["tool", "runner", "tool", "ledger"]
+    assert len(refund_world.refunds) == 1                                     # only the recording refunded

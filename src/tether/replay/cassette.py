@@ -55,8 +55,9 @@ CASSETTE_FORMAT = "tether.cassette"
 CASSETTE_VERSION = 2
 
 # Results that never reached a tool: a guard or an approval answered, the runner
-# refused bad input, the side-effect ledger answered from an earlier call.
-NOT_FROM_TOOLS = frozenset({"guard", "approval", "runner", "ledger"})
+# refused bad input, the side-effect ledger answered from an earlier call, a
+# replay answered a departing call (a recording of a failed replay).
+NOT_FROM_TOOLS = frozenset({"guard", "approval", "runner", "ledger", "replay"})
 
 
 class RecordMode(StrEnum):
