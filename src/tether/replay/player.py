@@ -131,12 +131,18 @@ class ReplayModel:
             self._keys[index] = self.canon.key(self.recorded_request(index), "model_request")
         return self._keys[index]
 
+    def _same(self, index: int, live: dict[str, Any], live_key: str | None) -> bool:
+        """Recorded request ``index`` equals ``live`` under the canon (equal JSON is equal under any canon)."""
+        if canonical_json(self.recorded_request(index)) == canonical_json(live):
+            return True
+        return self._key(index) == (live_key or self.canon.key(live, "model_request"))
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         st = self.state
         st.set_step(request.step)
         st.raise_pending()
-        live = _plain(canonical_request(request))
+        live = canonical_request(request)          # plain JSON values, built afresh
         index, mismatch = self._find(request.step, live)
         if index is None:
             if st.live_model is not None:      # new_episodes: the live model answers what the recording lacks
@@ -151,14 +157,14 @@ class ReplayModel:
 
     def _find(self, step: int, live: dict[str, Any]) -> tuple[int | None, Mismatch | None]:
         used, n = self.state.model_used, len(self.recorded)
-        key = self.canon.key(live, "model_request")
         if self.match == "strict":
             pos = len(used)
             if pos >= n:
                 return None, self._beyond(step, live, pos)
-            if self._key(pos) == key:
+            if self._same(pos, live, None):
                 return pos, None
             return None, self._differs(step, pos, live, f"model request {pos + 1} of {n}")
+        key = self.canon.key(live, "model_request")
         unused = [i for i in range(n) if i not in used]
         for i in unused:
             if self._key(i) == key:
