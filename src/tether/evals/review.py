@@ -213,7 +213,7 @@ class ReviewEntry:
 def _review_bounds():
     from .case_yaml import Bounds
 
-    return Bounds("review file", max_bytes=64 * 1024 * 1024, max_nodes=5_000_000, max_depth=24)
+    return Bounds("review file", max_bytes=8 * 1024 * 1024, max_nodes=1_000_000, max_depth=24)
 
 
 def read_review(path: str | Path) -> list[ReviewEntry]:

@@ -60,12 +60,31 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("google_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
 ]
 
+# Phone numbers pseudonymized (``phone-001``): the formats covered, each with an
+# example (tests/replay/test_redact_phones.py checks every one). A number in no
+# listed format (a bare 10-digit run without separators or a "+": an order
+# number looks the same) is left as it is: declare it under ``ids`` if you need it.
+PHONE_FORMATS: list[tuple[str, str, str]] = [
+    ("China mobile: optional +86 / 86, optional spaces or dashes",
+     r"(?<![0-9A-Za-z+])(?:\+?86[- ]?)?1[3-9]\d[- ]?\d{4}[- ]?\d{4}(?![0-9A-Za-z])", "+86 138-1234-5678"),
+    ("North American with +1: +1 (555) 123-4567, +1 555 123 4567, +1-555-123-4567, +15551234567",
+     r"(?<![0-9A-Za-z+])\+1[ .-]?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?![0-9A-Za-z])", "+1 (555) 123-4567"),
+    ("North American with a trunk 1: 1-555-123-4567, 1 (555) 123-4567, 1.555.123.4567",
+     r"(?<![0-9A-Za-z+.-])1[ .-](?:\(\d{3}\)|\d{3})[ .-]\d{3}[ .-]\d{4}(?![0-9A-Za-z])", "1-555-123-4567"),
+    ("North American, separated: (555) 123-4567, (555)123-4567, 555-123-4567, 555.123.4567, 555 123 4567",
+     r"(?<![0-9A-Za-z+.-])(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![0-9A-Za-z]|[.-]\d)", "(555) 123-4567"),
+    ("International: +country code, 8 to 15 digits in all, in groups separated by spaces, dots or dashes, "
+     "an area code in parentheses allowed: +44 20 7946 0958, +33 1 23 45 67 89, +49 (30) 901820, +81 3-1234-5678",
+     r"(?<![0-9A-Za-z+])\+(?=(?:[ ().-]{0,2}\d){8,15}(?![ ().-]{0,2}\d))"
+     r"[1-9]\d{0,2}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?![0-9A-Za-z])",
+     "+44 20 7946 0958"),
+]
+
 # Built-in personal data, in priority order (an ID number is not read as a phone).
 _BUILTIN_PII: list[tuple[str, str]] = [
     ("cnid", r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"),
     ("email", r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9])"),
-    ("phone", r"(?<![0-9A-Za-z+])(?:\+?86[- ]?)?1[3-9]\d[- ]?\d{4}[- ]?\d{4}(?![0-9A-Za-z])"
-              r"|(?<![0-9A-Za-z])\+\d{1,3}[- ]\d{2,4}[- ]\d{3,4}[- ]\d{3,4}(?![0-9A-Za-z])"),
+    ("phone", "|".join(f"(?:{pattern})" for _, pattern, _ in PHONE_FORMATS)),
 ]
 
 
@@ -180,7 +199,11 @@ def _identity(kind: str, real: str) -> str:
     """The same person in another spelling: phones by digits (no +86), e-mails case-folded."""
     if kind == "phone":
         digits = re.sub(r"\D", "", real)
-        return digits[2:] if len(digits) == 13 and digits.startswith("86") else digits
+        if len(digits) == 13 and digits.startswith("86"):
+            return digits[2:]
+        if len(digits) == 11 and re.match(r"\+1(?!\d{2}\d{9}$)|1[ .(-]", real):    # +1 / trunk 1: North American
+            return digits[1:]
+        return digits
     if kind in ("email", "cnid"):
         return real.casefold()
     return real

@@ -119,8 +119,14 @@ def tether_record_mode(request: pytest.FixtureRequest) -> RecordMode:
 def cassette_path(node: pytest.Item, name: str | None = None) -> Path:
     """``<dir of the test file>/cassettes/<module>/<Class.test[param]>.json``, or ``cassettes/<name>.json``."""
     base = Path(node.path).parent / "cassettes"
-    if name:
-        return base / (name if name.endswith(".json") else f"{name}.json")
+    if name is not None:
+        from ..ids import check_id, inside
+
+        stem = name[:-5] if name.endswith(".json") else name
+        parts = stem.split("/")                 # "refund/happy": a subfolder of cassettes/ is fine
+        for part in parts:
+            check_id(part, "cassette name")
+        return inside(base, *parts[:-1], f"{parts[-1]}.json", what="cassette")
     parts = node.nodeid.split("::")
     module = Path(parts[0]).stem
     test = ".".join(parts[1:]) or node.name
