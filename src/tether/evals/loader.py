@@ -169,7 +169,7 @@ def read_utf8(path: str | Path, what: str = "file") -> str:
     from ..inputs import read_text
     from .case_yaml import MAX_BYTES
 
-    return read_text(path, what, max_bytes=MAX_BYTES)
+    return read_text(path, what, max_bytes=4 * MAX_BYTES)   # parse() says "file too large" past MAX_BYTES
 
 
 def load_case(path: str | Path) -> Case:
