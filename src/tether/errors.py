@@ -13,7 +13,10 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── UnusedMappings         ... or ended with answers nobody asked for
     │   ├── CassetteNotFound       replay-only mode and no cassette on disk
     │   ├── RunBusy                another process is driving that run (it holds the run's lease)
-    │   └── RunMissing             a results file's run is not in the store, or not the run it pinned (evals/stored.py)
+    │   ├── RunMissing             a results file's run is not in the store, or not the run it pinned (evals/stored.py)
+    │   ├── StoreError             a store that cannot be used as given: a folder, not SQLite, damaged, read-only (store/opening.py)
+    │   ├── UnsafeId               an id outside the one id pattern (ids.py)
+    │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   └── ModelFailure           the model seam raised or answered garbage
     │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)

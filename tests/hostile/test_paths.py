@@ -13,8 +13,8 @@ from tether.errors import UsageError
 from tether.ids import ID_PATTERN, check_id, inside, is_id
 from tether.testing.pytest_plugin import cassette_path
 
-from .harness import invoke
 from .corpus import _case
+from .harness import invoke
 
 BAD_IDS = ["../../../tmp/pwned", "/tmp/pwned", "", "..", "a/b", "a\\b", "a..b", ".hidden", "-x", "x" * 129, "a b",
            "a\x00b", "é", "C4/../x"]

@@ -8,16 +8,36 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from ..errors import UsageError
 from ..evals import EvalConfig, load_suite, run_suite
 from ..evals.results import Results
 from ..evals.runner import new_eval_id, open_store, resolve_agent
 from ..guards.stacks import guard_stack
-from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
+from ..report import (
+    render_attributions,
+    render_cases,
+    render_guard_comparison,
+    render_summary,
+)
 from ..report.terminal import render_errors
-from ._common import MAX_CONCURRENCY, MAX_JUDGE_SAMPLES, MAX_RUNS, MAX_STEPS, MAX_TRIALS, console, err_console, user_errors
+from ._common import (
+    MAX_CONCURRENCY,
+    MAX_JUDGE_SAMPLES,
+    MAX_RUNS,
+    MAX_STEPS,
+    MAX_TRIALS,
+    console,
+    err_console,
+    user_errors,
+)
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..errors import CaseFileError, FileLocation, UsageError
+from ..errors import CaseFileError, FileLocation
 from .judge import Conflict
 from .scoring import CriterionResult, Verdict
 
