@@ -76,7 +76,7 @@ def _results_with_trial(run_id: str, store: str | None = None) -> str:
 def _case(case_id: str, message: str = "hi") -> str:
     return (f"id: {json.dumps(case_id)}\ntitle: t\ndimension: loop\ndifficulty: easy\n"
             f"tools: [search_flights]\ninput:\n  message: {json.dumps(message)}\n"
-            "criteria:\n  - id: c1\n    check: call_count\n    tool: search_flights\n    pass: {max: 3}\n")
+            "criteria:\n  - id: c1\n    check: call_count\n    tools: [search_flights]\n    pass: {max: 3}\n")
 
 
 FILES: dict[str, Callable[[], bytes | str]] = {
