@@ -13,7 +13,6 @@ any :class:`~tether.runtime.Agent` (``--agent module:factory``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import re
