@@ -62,7 +62,16 @@ def test_killed_eval_resumes_without_rerunning_finished_trials(tmp_path, monkeyp
     store = SQLiteStore(db)
     (ev,) = store.list_evals()
     assert ev["status"] == "running"
+    # a run the kill caught while it was being written stays `running`; make sure there is one
+    trial_ids = {f"{ev['eval_id']}-slow.py_Slow-off-{case}-t{k}" for case in
+                 ("C4-LD-01", "C4-LD-02", "C4-LD-03", "C4-LD-04", "C4-PA-01", "C4-PA-02") for k in range(5)}
+    half_written = sorted(trial_ids - set(before))[0]
+    if store.get_run(half_written) is None:
+        case_id, trial = half_written.rsplit("-t", 1)[0].split("-off-")[1], int(half_written.rsplit("-t", 1)[1])
+        store.create_run(half_written, model="slow-steady", case_id=case_id, meta={"subject": "slow.py:Slow"},
+                         kind="eval", eval_id=ev["eval_id"], trial=trial, guards="off")
     left_running = [r["run_id"] for r in store.list_runs(1000, eval_id=ev["eval_id"], status="running")]
+    assert half_written in left_running
 
     monkeypatch.chdir(tmp_path)      # the model file is named relative to where the eval started
     res = runner.invoke(app, ["eval", "--resume", ev["eval_id"], "--store", str(db), "--json", str(out), "-q"],

@@ -7,16 +7,20 @@ whichever runs them (a trial's outcome depends on its case, subject, guards
 and seed only).
 
 * :class:`LocalExecutor` (default): ``concurrency`` trials at once on this
-  process's event loop; each run writes itself to the store (events once, when
-  it finishes: eval trials do not checkpoint every step).
+  process's event loop. A trial runs without the store; once it finished, a
+  writer thread stores the whole run (three transactions: the run, its events,
+  its end), off the event loop. An eval trial is not continued after a crash
+  but rerun (``tether eval --resume``), so it needs no per-step checkpoints
+  nor a lease; a run finished but not yet written when the process is killed
+  is rerun too.
 * :class:`RayExecutor` (``tether[ray]``): trials run as Ray tasks, a chunk of
   up to ``concurrency`` trials per task, each chunk concurrently inside its
   worker. Workers have no store: each returns its runs' events, and the driver
-  (the ``tether eval`` process) writes them to the store, the same rows a local
-  run writes, checked against the digest the worker computed. The store stays
+  (the ``tether eval`` process) checks them against the digest the worker
+  computed and writes them to the store, the same rows a local run writes. The store stays
   the single record; a remote cluster never needs the driver's SQLite file.
-  (Runs of a Ray trial record no side-effect ledger while they run: the
-  ledger lives in the store.)
+  (An eval trial keeps its side-effect ledger in memory while it runs, with
+  either executor: the trial is rerun, never resumed.)
 """
 
 from __future__ import annotations
@@ -96,38 +100,93 @@ class Executor(Protocol):
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None: ...
 
 
-async def _one_trial(plan: Plan, job: TrialJob, store: Any, make: Callable[[], Any]):
+async def _one_trial(plan: Plan, job: TrialJob, make: Callable[[], Any]):
+    """Run one trial without a store (its run is stored whole once it finished)."""
     from ..runtime import RunConfig
     from .runner import run_trial
 
     config = plan.config
-    run_cfg = RunConfig(store=store, kind="eval", eval_id=plan.eval_id, checkpoints=False)
+    run_cfg = RunConfig(kind="eval", eval_id=plan.eval_id)
     return await run_trial(plan.cases[job.case_id], trial=job.trial, config=config,
                            guards=config.guard_stacks[job.stack](), guards_label=job.stack, model_label=job.label,
                            run_config=run_cfg, run_id=job.run_id, agent=make())
 
 
-def _export(plan: Plan, result: Any) -> None:
-    if plan.config.export_dir is not None:
-        result.trajectory.save(Path(plan.config.export_dir) / f"{result.run_id}.jsonl")
+def store_run(store: Any, trajectory: Any, digest: str) -> None:
+    """Write a finished run to the store in three transactions (the same rows a run
+    driven with the store writes; no lease, no checkpoints: it is over)."""
+    started, finished = trajectory.started, trajectory.finished
+    store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
+                     kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
+    store.append_events(started.run_id, [(e.seq, e.model_dump(mode="json")) for e in trajectory.events])
+    if finished is not None:
+        store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason, digest=digest,
+                         error_kind=finished.error_kind)
+
+
+class RunWriter:
+    """Stores finished runs from a thread of its own, off the event loop (SQLite
+    releases the GIL while it writes). ``close()`` waits for every queued run and
+    raises the first write error."""
+
+    def __init__(self, store: Any, export_dir: Path | None = None):
+        import queue
+        import threading
+
+        self.store, self.export_dir = store, export_dir
+        self.queue: "queue.Queue[Any]" = queue.Queue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="tether-run-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, trajectory: Any, digest: str) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put((trajectory, digest))
+
+    def _work(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue
+            trajectory, digest = item
+            try:
+                store_run(self.store, trajectory, digest)
+                if self.export_dir is not None:
+                    trajectory.save(Path(self.export_dir) / f"{trajectory.started.run_id}.jsonl")
+            except BaseException as exc:      # reported by close() / the next put()
+                self.error = exc
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 class LocalExecutor:
-    """``concurrency`` trials at once in this process."""
+    """``concurrency`` trials at once in this process; a writer thread stores each
+    run when it finished."""
 
     name = "local"
 
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         sem = asyncio.Semaphore(max(1, plan.config.concurrency))
         makers = {label: s.factory() for label, s in plan.subjects.items()}
+        writer = RunWriter(store, plan.config.export_dir)
 
         async def one(job: TrialJob) -> None:
             async with sem:
-                tr, result = await _one_trial(plan, job, store, makers[job.label])
-                _export(plan, result)
+                tr, result = await _one_trial(plan, job, makers[job.label])
+            writer.put(result.trajectory, tr.digest or "")
             on_done(job, tr, result.trajectory)
 
-        await asyncio.gather(*(one(j) for j in jobs))
+        try:
+            await asyncio.gather(*(one(j) for j in jobs))
+        finally:
+            await asyncio.to_thread(writer.close)
 
 
 # -- Ray ------------------------------------------------------------------------------
@@ -152,7 +211,7 @@ def run_chunk(plan: Plan, jobs: Sequence[TrialJob]) -> list[tuple[TrialJob, dict
 
         async def one(job: TrialJob):
             async with sem:
-                tr, result = await _one_trial(plan, job, None, makers[job.label])
+                tr, result = await _one_trial(plan, job, makers[job.label])
             return job, tr.model_dump(mode="json"), result.trajectory.to_jsonl()
 
         return list(await asyncio.gather(*(one(j) for j in jobs)))
@@ -181,7 +240,6 @@ class RayExecutor:
 
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         from ..events import Trajectory
-        from ..store.export import import_run
 
         if not jobs:
             return
@@ -204,7 +262,7 @@ class RayExecutor:
                 trajectory = Trajectory.from_jsonl(jsonl, path=f"<ray trial {job.run_id}>")
                 if trajectory.digest() != tr.digest:
                     raise RuntimeError(f"run {job.run_id}: the events the worker sent do not match its digest")
-                import_run(store, jsonl, path=f"<ray trial {job.run_id}>")
+                store_run(store, trajectory, tr.digest or "")
                 if plan.config.export_dir is not None:
                     trajectory.save(Path(plan.config.export_dir) / f"{job.run_id}.jsonl")
                 on_done(job, tr, trajectory)

@@ -271,8 +271,9 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
 
 class _Journal:
     """What a finished trial's run does not hold: why the simulated user stopped or
-    failed. Kept with the eval in the store (at most once a second, and when the
-    eval is interrupted) so a resumed eval scores kept trials as they were."""
+    failed. Kept with the eval in the store (a fault at once, stop reasons at most
+    once a second, everything when the eval is interrupted) so a resumed eval
+    scores kept trials as they were."""
 
     def __init__(self, store: Any, eval_id: str, entries: dict[str, dict]):
         self.store, self.eval_id, self.entries = store, eval_id, dict(entries)
@@ -283,7 +284,8 @@ class _Journal:
         if tr.simulator_fault or tr.simulator_stop:
             self.entries[run_id] = {"fault": tr.simulator_fault, "stop": tr.simulator_stop}
             self.dirty = True
-        if self.dirty and time.monotonic() - self.last >= 1.0:
+        # a fault changes what counts (the trial leaves the score): written at once
+        if self.dirty and (tr.simulator_fault or time.monotonic() - self.last >= 1.0):
             self.flush()
 
     def flush(self, status: str = "running") -> None:

@@ -84,10 +84,6 @@ class RunConfig:
     # What kind of run this is and which eval it belongs to (recorded on run_started).
     kind: str = "run"
     eval_id: str | None = None
-    # False: no checkpoint per step (eval trials): the events are written when the run
-    # finishes, plus a full checkpoint only when the lease needs renewing. A run
-    # interrupted then is rerun from the start (tether eval --resume), not continued.
-    checkpoints: bool = True
 
 
 @dataclass
@@ -213,7 +209,6 @@ class RunSession:
         self.clock = config.clock
         self.t0 = self.clock() - offset_ms / 1000
         self._persisted = len(self.trajectory)
-        self._renewed = self.clock()
         self._sent: dict[str, list[Message]] = {}      # last full request per role, for deltas
         self.stopped_by: Any = None
         self.finished: RunResult | None = None
@@ -277,9 +272,6 @@ class RunSession:
         Renews the run's lease; a session that lost it stops (another process took over)."""
         if self.store is None:
             return
-        if not self.config.checkpoints and self.clock() - self._renewed < LEASE_TTL_S / 3:
-            return
-        self._renewed = self.clock()
         if not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
             raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
                             "another process took it over after it expired, so this one stops")
