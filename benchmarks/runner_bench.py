@@ -146,15 +146,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--tether-only", action="store_true", help="skip inspect_ai")
     args = parser.parse_args()
     rows: dict[str, dict | None] = {"tether run_suite": measure(TETHER, repeat=args.repeat)}
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError:
-        print("inspect_ai is not installed (pip install inspect-ai): tether's side only\n")
-    else:
-        rows["inspect_ai, logging minimised"] = measure(INSPECT, "minimal", repeat=args.repeat)
-        rows["inspect_ai, default logging"] = measure(INSPECT, "default", repeat=args.repeat)
+    if not args.tether_only:
+        try:
+            import inspect_ai  # noqa: F401
+        except ImportError:
+            print("inspect_ai is not installed (pip install inspect-ai): tether's side only\n")
+        else:
+            rows["inspect_ai, logging minimised"] = measure(INSPECT, "minimal", repeat=args.repeat)
+            rows["inspect_ai, default logging"] = measure(INSPECT, "default", repeat=args.repeat)
     print(f"{CASES} cases x {TRIALS} trials, {CONCURRENCY} at once, {REQUESTS} requests x {LATENCY * 1000:.0f} ms "
           f"and {REQUESTS - 1} tool calls per trial; floor {FLOOR:.2f} s; median of {args.repeat} runs\n")
     print(f"{'runner':32} {'wall s':>7} {'x floor':>8} {'CPU s':>6} {'CPU/trial':>10} {'overhead/trial':>15}")

@@ -112,16 +112,29 @@ async def _one_trial(plan: Plan, job: TrialJob, make: Callable[[], Any]):
                            run_config=run_cfg, run_id=job.run_id, agent=make())
 
 
+def run_rows(trajectory: Any, digest: str) -> tuple[dict, list[tuple[int, dict]], dict | None]:
+    """A finished run as the store's rows: (the run, its events, its end)."""
+    started, finished = trajectory.started, trajectory.finished
+    run = dict(run_id=started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
+               kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
+    events = [(e.seq, e.model_dump(mode="json")) for e in trajectory.events]
+    end = None if finished is None else dict(status=str(finished.status), reply=finished.reply,
+                                             reason=finished.reason, digest=digest, error_kind=finished.error_kind)
+    return run, events, end
+
+
 def store_run(store: Any, trajectory: Any, digest: str) -> None:
     """Write a finished run to the store in three transactions (the same rows a run
     driven with the store writes; no lease, no checkpoints: it is over)."""
-    started, finished = trajectory.started, trajectory.finished
-    store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
-                     kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
-    store.append_events(started.run_id, [(e.seq, e.model_dump(mode="json")) for e in trajectory.events])
-    if finished is not None:
-        store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason, digest=digest,
-                         error_kind=finished.error_kind)
+    write_rows(store, *run_rows(trajectory, digest))
+
+
+def write_rows(store: Any, run: dict, events: list[tuple[int, dict]], end: dict | None) -> None:
+    run_id = run.pop("run_id")
+    store.create_run(run_id, **run)
+    store.append_events(run_id, events)
+    if end is not None:
+        store.finish_run(run_id, end.pop("status"), end.pop("reply"), end.pop("reason"), **end)
 
 
 class RunWriter:
@@ -142,7 +155,8 @@ class RunWriter:
     def put(self, trajectory: Any, digest: str) -> None:
         if self.error is not None:
             raise self.error
-        self.queue.put((trajectory, digest))
+        # the rows are made here (Python work, under the GIL); the thread only writes
+        self.queue.put((run_rows(trajectory, digest), trajectory if self.export_dir is not None else None))
 
     def _work(self) -> None:
         while True:
@@ -151,10 +165,10 @@ class RunWriter:
                 return
             if self.error is not None:
                 continue
-            trajectory, digest = item
+            rows, trajectory = item
             try:
-                store_run(self.store, trajectory, digest)
-                if self.export_dir is not None:
+                write_rows(self.store, *rows)
+                if trajectory is not None:
                     trajectory.save(Path(self.export_dir) / f"{trajectory.started.run_id}.jsonl")
             except BaseException as exc:      # reported by close() / the next put()
                 self.error = exc
