@@ -50,11 +50,11 @@ def stored_eval(store: Any, eval_id: str) -> dict:
     """The stored eval, or a UsageError saying what to do."""
     row = store.get_eval(eval_id)
     if row is None:
-        raise UsageError(f"no eval {eval_id!r} in {store.path}; list them with tether runs list, or pass the store "
-                         "it was written to (--store PATH)")
+        raise UsageError(f"no eval {eval_id!r} in {store.path} (tether eval prints the id when it starts); pass the "
+                         "store it was written to (--store PATH)")
     if row["status"] == "finished":
-        raise UsageError(f"eval {eval_id} already finished: nothing to resume (its runs: tether runs list "
-                         f"--eval {eval_id})")
+        raise UsageError(f"eval {eval_id} already finished: nothing to resume (its runs are in {store.path}: "
+                         "tether runs list)")
     return row
 
 
