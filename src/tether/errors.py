@@ -32,6 +32,10 @@ Three families are kept apart (see STYLE.md item 5)::
 
 Every class above is defined in this module or in the module named in its
 docstring, and a test compares this tree with the classes the package defines.
+Internal control flow, caught where it is raised and never seen by a caller,
+is not in the tree: ``TransportError`` (models/_http: one failed HTTP attempt,
+retried or turned into a ProviderFailure), ``Emit`` and ``Finish``
+(c4/policies: a calibration policy's next decision).
 Errors carry structured fields and numbers, not just words.
 
 Error kinds (``RunFinished.error_kind``): ``infrastructure`` (a model, judge or

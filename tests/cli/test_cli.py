@@ -17,7 +17,9 @@ def run(*args):
 def test_help_carries_examples():
     for args in (["--help"], ["eval", "--help"], ["case", "--help"], ["case", "validate", "--help"],
                  ["case", "list", "--help"], ["case", "show", "--help"], ["case", "schema", "--help"],
-                 ["case", "new", "--help"], ["case", "tools", "--help"], ["case", "from-trace", "--help"]):
+                 ["case", "new", "--help"], ["case", "tools", "--help"], ["case", "from-trace", "--help"],
+                 ["runs", "--help"], ["runs", "list", "--help"], ["runs", "show", "--help"], ["runs", "export", "--help"],
+                 ["runs", "import", "--help"], ["guard-check", "--help"]):
         out = run(*args)
         assert out.exit_code == 0
         assert "Example" in out.output, args

@@ -91,3 +91,26 @@ def test_bad_guard_and_budget_specs_are_clean_errors():
     assert res.exit_code == 2 and "unknown guard(s) teleport" in res.output
     res = invoke("run", "C4-LD-01", "--budget", "apples=3")
     assert res.exit_code == 2 and "expected key=value pairs" in res.output
+
+
+def test_guard_check_a_stored_run_by_id(tmp_path):
+    db = str(tmp_path / "t.db")
+    assert invoke("run", "C4-LD-01", "--model", "policy:stubborn", "--guards", "off", "--max-steps", "8",
+                  "--run-id", "loopy", "--store", db).exit_code == 1
+    res = invoke("guard-check", "loopy", "--store", db)
+    assert res.exit_code == 3 and res.output.startswith("run loopy: policy:stubborn · case C4-LD-01")
+    assert "would have stopped this run at step 4" in res.output
+    missing = invoke("guard-check", "nope", "--store", db)
+    assert missing.exit_code == 2 and "'nope' is neither a file nor a run in" in missing.output
+
+
+def test_guard_check_says_plainly_what_is_not_a_trace(tmp_path, side_by_side):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    res = invoke("guard-check", str(empty))
+    assert res.exit_code == 2 and "empty: not a trace" in res.output
+    _, _, out = side_by_side
+    res = invoke("guard-check", str(out / "r.json"))             # a results document given by mistake
+    assert res.exit_code == 2 and "a results document (tether.results), not a trace" in res.output
+    assert len(res.output.strip().splitlines()) <= 3              # one error, not one per line of the file
+    assert invoke("guard-check", str(tmp_path / "gone.jsonl")).exit_code == 2

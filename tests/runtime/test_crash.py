@@ -4,7 +4,6 @@ exactly once (none duplicated, none lost)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -12,6 +11,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from tether.store import SQLiteStore
 
 
 AGENT = Path(__file__).with_name("_crash_agent.py")
@@ -43,7 +44,7 @@ def kill_and_resume(point: str, tmp: Path) -> dict:
     resumed = run("resume", tmp)
     store = sqlite3.connect(tmp / "store.db")
     statuses = [r[0] for r in store.execute("SELECT status FROM effects ORDER BY created")]
-    resumes = sum(1 for (e,) in store.execute("SELECT event FROM events") if json.loads(e)["type"] == "run_resumed")
+    resumes = sum(1 for e in SQLiteStore(tmp / "store.db").events("run-1") if e["type"] == "run_resumed")
     return {"point": point, "killed_rc": killed.returncode, "resume_rc": resumed.returncode,
             "resume_out": resumed.stdout.strip() + resumed.stderr[-400:], "world": world(tmp),
             "effects": statuses, "resumed_events": resumes}

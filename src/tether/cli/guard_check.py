@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..events import Trajectory
 from ..guards.offline import check_trace
 from ..guards.stacks import guard_stack
+from ..store.export import load_trace_or_run
 from ._common import console, user_errors
 
-HELP = """Feed a saved trace (JSON Lines) through a guard stack and print where each guard
-would have tripped, with its numbers: "would my guards have caught this?"
+HELP = """Feed a recorded run (a run id in the store, or a trace / export file) through a guard
+stack and print where each guard would have tripped, with its numbers: "would my guards
+have caught this?" The guards are asked by the same code as in a live run, with the
+requests as recorded (messages included).
 
 Exit code 0 when no guard would have stopped the run, 3 when one would have.
 
 Examples:
+
+  tether guard-check C4-LD-01-3f2a1c                   # a run in the store (tether runs list)
+
+  tether guard-check C4-LD-01-3f2a1c --store other.db --guards loop,budget
 
   tether guard-check tether-runs/policy_stubborn/off/C4-LD-01/trial-0.jsonl
 
@@ -32,16 +38,15 @@ Examples:
 
 
 def guard_check_command(
-    trace: Annotated[Path, typer.Argument(help="a trace file written by tether (JSON Lines)")],
+    trace: Annotated[str, typer.Argument(help="a run id in the store (tether runs list), or a trace / export file "
+                                              "(JSON Lines)")],
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
+    store: Annotated[Optional[Path], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     with user_errors():
-        if not trace.exists():
-            from ..errors import UsageError
-            raise UsageError(f"trace not found: {trace}")
-        t = Trajectory.load(trace)
+        t, source = load_trace_or_run(trace, store)
         stack = guard_stack(guards)()
         trips = asyncio.run(check_trace(t, stack))
     if as_json:
@@ -51,7 +56,7 @@ def guard_check_command(
         return
     started = t.started
     calls = len(t.tool_calls(executed_only=True))
-    console.print(f"{trace}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
+    console.print(f"{source}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
                   f"{len(t)} events, {calls} tool calls, ended {t.status}", highlight=False)
     if not trips:
         console.print(f"guards {guards}: no trip.")

@@ -1,66 +1,116 @@
-"""``tether runs``: list and show stored runs."""
+"""``tether runs``: list, show, export and import the runs in the store."""
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich import box
+from rich.cells import cell_len
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import UsageError
-from ..events import EVENT_ADAPTER, Trajectory
 from ..store import SQLiteStore
+from ..store.export import export_run, import_run, load_run
 from ._common import console, user_errors
-from .run import render_trajectory
+from ._transcript import render_transcript
 
 app = typer.Typer(
-    help=("Runs recorded in the embedded store (.tether/tether.db, or $TETHER_STORE).\n\n"
-          "Examples:\n\n  tether runs list\n\n  tether runs show C4-PA-01-3f2a1c"),
+    help=("Runs recorded in the embedded store (.tether/tether.db, or $TETHER_STORE): `tether run` runs, "
+          "eval trials, replays, cassette runs and imports.\n\n"
+          "Examples:\n\n  tether runs list --eval 'e-*' --status error\n\n  tether runs show C4-PA-01-3f2a1c\n\n"
+          "  tether runs export C4-PA-01-3f2a1c > run.jsonl\n\n  tether runs import run.jsonl --store other.db"),
     no_args_is_help=True,
 )
 
 StoreOpt = Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")]
+_GLOB = "(a glob: * and ? match)"
+
+
+def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(cell_len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    return ["  ".join(cell + " " * (w - cell_len(cell)) for cell, w in zip(row, widths)).rstrip()
+            for row in (header, *rows)]
 
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@app.command("list", help="List recent runs, newest first.\n\nExample:  tether runs list --limit 20")
-def list_runs(store: StoreOpt = None, limit: Annotated[int, typer.Option(min=1)] = 30) -> None:
-    db = SQLiteStore(store)
-    runs = db.list_runs(limit)
-    if not runs:
-        console.print(f"no runs in {db.path}")
-        return
-    console.print(f"runs in {db.path}", highlight=False)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("run", "status", "case", "model", "updated", "ckpts", "waiting"):
-        table.add_column(col, no_wrap=col in ("run", "status", "updated", "waiting"), overflow="fold",
-                         min_width=len(col))
-    for r in runs:
-        waiting = len(db.approvals(r["run_id"], "pending"))
-        table.add_row(r["run_id"], r["status"], r["case_id"] or "-", r["model"], _when(r["updated"])[5:16],
-                      str(db.checkpoint_count(r["run_id"])), f"{waiting} approval(s)" if waiting else "")
-    console.print(table)
-
-
-@app.command("show", help="Show one run: status, the side-effect ledger, approvals and every step.\n\n"
-                          "Example:  tether runs show C4-PA-01-3f2a1c")
-def show_run(run_id: Annotated[str, typer.Argument(help="the run id")], store: StoreOpt = None) -> None:
+@app.command("list", help="List runs, newest first: every kind (run, eval trial, replay, cassette, import), "
+                          "filtered by any of eval, model, case, status and kind.\n\n"
+                          "Examples:\n\n  tether runs list --limit 20\n\n"
+                          "  tether runs list --eval e-20250101-1a2b --status error\n\n"
+                          "  tether runs list --model 'policy:*' --case 'C4-LD-*' --kind eval")
+def list_runs(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option(min=1, help="show at most this many")] = 50,
+    eval_id: Annotated[Optional[str], typer.Option("--eval", help=f"runs of this eval {_GLOB}")] = None,
+    model: Annotated[Optional[str], typer.Option(help=f"runs of this model spec {_GLOB}")] = None,
+    case: Annotated[Optional[str], typer.Option(help=f"runs of this case {_GLOB}")] = None,
+    status: Annotated[Optional[str], typer.Option(help=f"running, completed, error, ... {_GLOB}")] = None,
+    kind: Annotated[Optional[str], typer.Option(help=f"run, eval, replay, cassette, import, mcp, plan {_GLOB}")] = None,
+) -> None:
     with user_errors():
+        db = SQLiteStore(store)
+    filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
+    runs = db.list_runs(limit, **filters)
+    total = db.count_runs(**filters)
+    said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
+    if not runs:
+        console.print(f"no runs in {db.path}" + (f" matching {said}" if said else ""), highlight=False)
+        return
+    counts = db.run_counts([r["run_id"] for r in runs])
+    rows = []
+    for r in runs:
+        ckpts, waiting = counts.get(r["run_id"], (0, 0))
+        rows.append((r["run_id"], r["kind"], r["status"] + (f" ({r['error_kind']})" if r.get("error_kind") else ""),
+                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", r["model"],
+                     r["guards"], _when(r["updated"])[5:16], str(ckpts),
+                     f"{waiting} approval(s)" if waiting else ""))
+    # one line per run, never folded (grep-able; a narrow terminal wraps the line, not the cells)
+    for line in _aligned(("run", "kind", "status", "eval", "case", "model", "guards", "updated", "ckpts", "waiting"),
+                         rows):
+        console.print(Text(line), highlight=False, soft_wrap=True)
+    shown = f"{len(runs)} of {total} run(s)" if total > len(runs) else f"{total} run(s)"
+    console.print(f"{shown} in {db.path}" + (f" matching {said}" if said else "")
+                  + ("; --limit shows more" if total > len(runs) else ""), highlight=False)
+
+
+@app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
+                          "each model request with the full message list it sent (judge, simulated-user and "
+                          "drift-check requests marked), decisions, tool calls and results, guard trips, "
+                          "usage, cost and latency.\n\n"
+                          "Examples:\n\n  tether runs show C4-PA-01-3f2a1c\n\n"
+                          "  tether runs show C4-PA-01-3f2a1c --messages new     # only what each request added")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="the run id (tether runs list)")],
+    store: StoreOpt = None,
+    messages: Annotated[str, typer.Option(help="request messages: full (the whole list sent), new (what each "
+                                                "request added), none")] = "full",
+) -> None:
+    with user_errors():
+        if messages not in ("full", "new", "none"):
+            raise UsageError(f"--messages {messages!r}: use full, new or none")
         db = SQLiteStore(store)
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
+        trajectory = load_run(db, run_id)
     ckpt = db.latest_checkpoint(run_id)
-    console.print(f"run {run_id} · {run['status']} · case {run['case_id'] or '-'} · model {run['model']}\n"
-                  f"created {_when(run['created'])} · updated {_when(run['updated'])} · "
+    console.print(f"run {run_id} · {run['kind']} · {run['status']}"
+                  + (f" ({run['error_kind']})" if run.get("error_kind") else "")
+                  + f" · case {run['case_id'] or '-'} · model {run['model']} · guards {run['guards']}"
+                  + (f" · eval {run['eval_id']} trial {run['trial']}" if run["eval_id"] else ""), highlight=False)
+    console.print(f"created {_when(run['created'])} · updated {_when(run['updated'])} · "
                   f"{db.checkpoint_count(run_id)} checkpoint(s)"
-                  + (f", last at step {ckpt['step']} ({ckpt['phase']})" if ckpt else ""), highlight=False)
+                  + (f", last at step {ckpt['step']} ({ckpt['phase']})" if ckpt else "")
+                  + f" · {len(trajectory)} event(s)" + (f" · digest {run['digest']}" if run.get("digest") else ""),
+                  highlight=False)
     if run["reason"]:
         console.print(f"reason: {run['reason']}", highlight=False)
     effects = db.effects(run_id)
@@ -79,4 +129,47 @@ def show_run(run_id: Annotated[str, typer.Argument(help="the run id")], store: S
         for a in approvals:
             table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", str(a["arguments"]), a["reason"])
         console.print(table)
-    render_trajectory(Trajectory(EVENT_ADAPTER.validate_python(e) for e in db.events(run_id)))
+    render_transcript(trajectory, console, messages=messages)  # type: ignore[arg-type]
+
+
+@app.command("export", help="Write a run as self-contained JSON Lines (the trace format, docs/events.md) to "
+                            "stdout or --output.\n\n"
+                            "Examples:\n\n  tether runs export C4-PA-01-3f2a1c > run.jsonl\n\n"
+                            "  tether runs export C4-PA-01-3f2a1c | tether runs import - --store other.db")
+def export_command(
+    run_id: Annotated[str, typer.Argument(help="the run id (tether runs list)")],
+    store: StoreOpt = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+) -> None:
+    with user_errors():
+        text = export_run(SQLiteStore(store), run_id)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {output}", highlight=False)
+
+
+@app.command("import", help="Load an exported run (a file, or - for stdin) into the store; prints its run id and "
+                            "digest. Importing the same run twice changes nothing; another run under an id "
+                            "already stored is refused.\n\n"
+                            "Examples:\n\n  tether runs import run.jsonl\n\n"
+                            "  tether runs export RUN --store a.db | tether runs import - --store b.db")
+def import_command(
+    file: Annotated[str, typer.Argument(help="an export (JSON Lines), or - for stdin")],
+    store: StoreOpt = None,
+) -> None:
+    with user_errors():
+        if file == "-":
+            text, where = sys.stdin.read(), "<stdin>"
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise UsageError(f"no such file: {file}")
+            text, where = path.read_text(encoding="utf-8"), file
+        db = SQLiteStore(store)
+        run_id, new = import_run(db, text, path=where)
+        digest = db.get_run(run_id)["digest"] or load_run(db, run_id).digest()
+    console.print(f"{'imported' if new else 'already there (same digest)'}: run {run_id} · digest {digest} · "
+                  f"store {db.path}", highlight=False, soft_wrap=True)

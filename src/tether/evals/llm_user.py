@@ -9,6 +9,11 @@ the stop token (``###STOP###``); ``max_rounds`` and ``patience`` are also
 enforced without asking the model. Every reply is checked for persona breaks
 (:func:`tether.evals.simulator.persona_break`); a break, a tool call, an empty
 reply or a failing model makes the trial a simulator fault.
+
+Each request goes through :func:`tether.runtime.session.side_request`: it is
+recorded in the run as a ``model_request`` / ``model_decision`` pair with
+``role="user"``, its usage kept apart from the agent's
+(``Trajectory.usage("user")``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from ..errors import UsageError
 from ..events import AgentMessage, Trajectory, UserMessage
 from ..messages import Message, Usage
 from ..models import Model, ModelRequest
+from ..runtime.session import side_request
 from .case import Persona
 from .simulator import DEFAULT_REFUSAL, PersonaUser, persona_break
 
@@ -111,7 +117,8 @@ class LLMUser(PersonaUser):
         request = ModelRequest(messages=[Message(role="system", content=self.system_prompt),
                                          *user_view(trajectory, question)], tools=[], step=self.asked)
         try:
-            response = await self.model.request(request)
+            # recorded as events of the run (role "user"), so the simulator's cost is kept apart from the agent's
+            response = await side_request(self.model, request, role="user")
         except UsageError:
             raise
         except Exception as exc:   # a failing simulator is its fault, not the agent's

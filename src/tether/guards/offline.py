@@ -1,29 +1,48 @@
-"""Feed a recorded trajectory through a guard stack: "would my guards have
-caught this?" on production traces.
+"""Feed a recorded run through a guard stack: "would my guards have caught
+this?" on production traces and stored runs.
 
-The events are replayed in order into a fresh trajectory; each guard is asked
-at the same points as in a live run (before a model request, after a model
-decision, before a tool call, after its result, on the final answer). Nothing
-is executed and no model is called. Trips after the first stop are still
-reported, marked as coming after the point where the run would have ended.
+The events are replayed in order into a fresh trajectory, and the guards are
+asked through :meth:`tether.guards._base.GuardChain.ask`, the one function a
+live :class:`~tether.runtime.session.RunSession` asks them with, at the same
+points and with the same arguments:
+
+* ``before_model`` before each of the agent's requests, with the request as
+  recorded (a trace v2 carries the full message list sent and the tools
+  offered; a version 1 trace has no messages, so token estimates see none);
+* ``after_model`` after each of the agent's decisions, with its response
+  (decision and usage);
+* ``before_tool`` before each tool call, ``after_tool`` after its result
+  (not when the call was held by a guard, as in a live run);
+* ``on_final`` on the agent's final answer.
+
+Judge, simulated-user and drift-check requests (``role`` other than
+``agent``) are not the agent's and are not shown to the guards; a finish-up
+request after the original run was stopped is not either (a live run does not
+ask guards about it). Trips are recorded into the replayed trajectory as
+``guard_tripped`` events, as a live run records them; the original run's own
+trips are left out. Nothing is executed and no model is called. Trips after
+the first stop are still reported, marked as coming after the point where the
+run would have ended.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..events import (
+    GuardTripped,
     ModelDecisionEvent,
     ModelRequestEvent,
-    RunFinished,
     ToolCallEvent,
     ToolResultEvent,
     Trajectory,
 )
-from ..messages import DecisionKind, ToolCallRequest, ToolSpec, Usage
-from ._base import GuardContext, Verdict
+from ..messages import Decision, DecisionKind, ToolCallRequest, ToolSpec, Usage
+from ._base import GuardChain, GuardContext, Verdict
+
+# Results that did not come from running the tool (a live run does not count them as tool calls).
+_NOT_EXECUTED = ("guard", "runner", "approval", "ledger")
 
 
 @dataclass(frozen=True)
@@ -35,68 +54,84 @@ class Trip:
     after_stop: bool         # the run would already have ended before this trip
 
 
-class _Request:
-    """What a guard's before_model sees offline: no messages were recorded, so
-    token estimates use the recorded usage instead."""
+class _Replay:
+    """The live session's counters, rebuilt event by event."""
 
-    def __init__(self) -> None:
-        self.messages: list = []
-        self.tools: list = []
+    def __init__(self, trajectory: Trajectory, guards: Sequence[Any]):
+        started = trajectory.started
+        self.chain = GuardChain(guards)
+        self.model_name = started.model if started else ""
+        self.specs: list[ToolSpec] = list(started.tool_specs) if started and started.tool_specs else [
+            ToolSpec(name=n, description="", parameters={}) for n in (started.tools if started else [])]
+        self.trajectory = Trajectory()
+        self.step = 0
+        self.usage = Usage()
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.at_ms = 0.0
+        self.trips: list[Trip] = []
+        self.stopped = False
+
+    def ctx(self) -> GuardContext:
+        return GuardContext(trajectory=self.trajectory, step=self.step, usage=self.usage,
+                            elapsed_s=self.at_ms / 1000, model_calls=self.model_calls, tool_calls=self.tool_calls,
+                            model_name=self.model_name, tools=self.specs)
+
+    async def ask(self, hook: str, seq: int, *args: Any) -> bool:
+        """Ask the chain; record every trip; True when one decided (block / stop / escalate)."""
+        trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
+        for trip in trips:
+            v = trip.verdict
+            self.trips.append(Trip(seq, self.step, trip.guard.name, v, self.stopped))
+            self.trajectory.append(GuardTripped(step=self.step, guard=trip.guard.name, rule=v.rule, verdict=v.action,
+                                                message=v.message, numbers=dict(v.numbers), at_ms=self.at_ms))
+            if v.action in ("stop", "escalate"):
+                self.stopped = True
+        return decisive is not None
 
 
 async def check_trace(trajectory: Trajectory, guards: Sequence[Any]) -> list[Trip]:
-    replay = Trajectory()
-    usage = Usage()
-    model_calls = tool_calls = 0
-    step = 0
-    trips: list[Trip] = []
-    stopped = False
-    started = trajectory.started
-    specs = [ToolSpec(name=n, description="", parameters={}) for n in (started.tools if started else [])]
+    """Every trip ``guards`` would have made on ``trajectory``, in order."""
+    from ..models import ModelRequest, ModelResponse
 
-    async def ask(hook: str, event_seq: int, *args: Any) -> None:
-        nonlocal stopped
-        ctx = GuardContext(trajectory=replay, step=step, usage=usage, elapsed_s=replay_time[0] / 1000,
-                           model_calls=model_calls, tool_calls=tool_calls,
-                           model_name=started.model if started else "", tools=specs)
-        for guard in guards:
-            fn = getattr(guard, hook, None)
-            if fn is None:
-                continue
-            verdict = fn(ctx, *args)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if verdict is None:
-                continue
-            trips.append(Trip(event_seq, step, guard.name, verdict, stopped))
-            if verdict.action in ("stop", "escalate"):
-                stopped = True
-            if verdict.action != "hint":
-                break
-
-    replay_time = [0.0]
-    calls_by_id: dict[str, ToolCallRequest] = {}
+    r = _Replay(trajectory, guards)
+    by_name = {s.name: s for s in r.specs}
+    messages = {id(ev): msgs for ev, msgs in trajectory.requests(role="agent")}
+    calls: dict[str, ToolCallRequest] = {}
+    held: set[str] = set()               # calls a replayed guard blocked or stopped: no after_tool, as live
+    original_stop = False                 # the recorded run was stopped: what follows is its finish-up
     for event in trajectory:
-        replay_time[0] = event.at_ms
-        copy = event.model_copy()
-        if isinstance(event, ModelRequestEvent):
-            step = event.step
-            await ask("before_model", event.seq, _Request())
-        replay.append(copy)
-        if isinstance(event, ModelDecisionEvent):
-            usage = usage + event.usage
-            model_calls += 1
-            await ask("after_model", event.seq, None)
+        r.at_ms = event.at_ms
+        agent = getattr(event, "role", "agent") == "agent"
+        if isinstance(event, GuardTripped):
+            original_stop = original_stop or event.verdict in ("stop", "escalate")
+            continue                      # the original stack's trips: the replayed stack records its own
+        if isinstance(event, ModelRequestEvent) and agent and not original_stop:
+            r.step = event.step
+            request = ModelRequest(messages=messages.get(id(event), []), step=event.step,
+                                   tools=[by_name.get(n) or ToolSpec(name=n, description="", parameters={})
+                                          for n in event.tools])
+            await r.ask("before_model", event.seq, request)
+        r.trajectory.append(event.model_copy())
+        if isinstance(event, ModelDecisionEvent) and agent:
+            r.usage = r.usage + event.usage
+            r.model_calls += 1
+            if original_stop:
+                continue
+            decision = Decision(kind=event.kind, tool_calls=event.tool_calls, text=event.text)
+            await r.ask("after_model", event.seq, ModelResponse(decision=decision, usage=event.usage))
+            if event.kind == DecisionKind.FINAL or (event.kind == DecisionKind.TOOL_CALLS and not event.tool_calls):
+                await r.ask("on_final", event.seq, event.text)
         elif isinstance(event, ToolCallEvent):
             call = ToolCallRequest(id=event.call_id, name=event.tool, arguments=event.arguments)
-            calls_by_id[event.call_id] = call
-            await ask("before_tool", event.seq, call)
-        elif isinstance(event, ToolResultEvent) and event.source != "guard":
-            tool_calls += 1
-            call = calls_by_id.get(event.call_id) or ToolCallRequest(id=event.call_id, name=event.tool)
-            await ask("after_tool", event.seq, call, event)
-        elif isinstance(event, RunFinished):
-            last = next((e for e in reversed(trajectory.of_type(ModelDecisionEvent))), None)
-            if last is not None and last.kind == DecisionKind.FINAL:
-                await ask("on_final", event.seq, event.reply)
-    return trips
+            calls[event.call_id] = call
+            if await r.ask("before_tool", event.seq, call):
+                held.add(event.call_id)
+        elif isinstance(event, ToolResultEvent):
+            if event.source not in _NOT_EXECUTED:
+                r.tool_calls += 1
+            if event.source != "guard" and event.call_id not in held:
+                call = calls.get(event.call_id) or ToolCallRequest(id=event.call_id, name=event.tool)
+                await r.ask("after_tool", event.seq, call, r.trajectory.events[-1])
+            held.discard(event.call_id)
+    return r.trips

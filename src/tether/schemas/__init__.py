@@ -18,7 +18,21 @@ def generated() -> dict[str, dict[str, Any]]:
     return {
         "case.schema.json": case_json_schema(),
         "results.schema.json": Results.model_json_schema(),
+        "trace.schema.json": trace_json_schema(),
     }
+
+
+def trace_json_schema() -> dict[str, Any]:
+    """One line of a trace (JSON Lines, format version 2): one event. docs/events.md is the reference."""
+    from ..events import EVENT_ADAPTER, TRACE_VERSION
+
+    schema = EVENT_ADAPTER.json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"tether trace event (one line of a trace, format version {TRACE_VERSION})",
+            "description": "A trace is JSON Lines, one event per line, the first a run_started event carrying the "
+                           "format version. Version 1 lines are valid version 2 lines (every field added since "
+                           "has a default). Reference: docs/events.md.",
+            **schema}
 
 
 def render(schema: dict[str, Any]) -> str:

@@ -32,10 +32,47 @@ def load_run(store: Any, run_id: str) -> Trajectory:
     return Trajectory(EVENT_ADAPTER.validate_python(e) for e in store.events(run_id))
 
 
+def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
+    """A trace or export (JSON Lines) as a Trajectory, with one clear error for
+    what is plainly not a trace (an empty file, a results document, a JSON
+    file that is not JSON Lines) instead of one error per line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise CaseFileError([(FileLocation(path), "empty: not a trace (a trace is JSON Lines, one event per line; "
+                                                  "tether runs export RUN writes one)")])
+    try:
+        first = json.loads(lines[0])
+    except json.JSONDecodeError:
+        first = None
+    if not (isinstance(first, dict) and "type" in first):
+        whole = _json_document(text) if first is None or len(lines) == 1 else first
+        if isinstance(whole, dict) and whole.get("format") == "tether.results":
+            what = "a results document (tether.results), not a trace; its trials are runs in the store: " \
+                   "give a run id (tether runs list) or a trace (tether runs export RUN)"
+        else:
+            what = "not a trace: the first line is not an event (a JSON object with a \"type\"); " \
+                   "a trace is JSON Lines, one event per line (docs/events.md)"
+        raise CaseFileError([(FileLocation(path, 1), what)])
+    try:
+        return Trajectory.from_jsonl(text, path=path)
+    except CaseFileError as exc:
+        if len(exc.problems) > 5:           # say the first few, count the rest
+            more = (exc.problems[5][0], f"... and {len(exc.problems) - 5} more problem(s)")
+            raise CaseFileError([*exc.problems[:5], more]) from None
+        raise
+
+
+def _json_document(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
 def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, bool]:
     """Store an exported run; returns (run id, whether it was new). The same run
     imported twice is a no-op; another run under an id already stored is an error."""
-    trajectory = Trajectory.from_jsonl(text, path=path)
+    trajectory = read_trace(text, path=path)
     started = trajectory.started
     if started is None or not trajectory.events or not isinstance(trajectory.events[0], RunStarted):
         raise CaseFileError([(FileLocation(path, 1), "not a tether run export: the first event must be run_started")])
@@ -54,3 +91,27 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
         store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason, digest=digest,
                          error_kind=finished.error_kind)
     return started.run_id, True
+
+
+def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str]:
+    """A trace / export file, or else a run id in the store (``store_path``, default
+    the default store): (trajectory, what it was read from)."""
+    from pathlib import Path
+
+    from .sqlite import SQLiteStore, default_store_path
+
+    path = Path(ref)
+    if path.is_file():
+        return read_trace(path.read_text(encoding="utf-8"), path=ref), ref
+    if path.suffix in (".jsonl", ".json", ".ndjson") or "/" in ref or "\\" in ref:
+        raise UsageError(f"trace not found: {ref}")
+    where = Path(store_path) if store_path is not None else default_store_path()
+    if not where.exists():
+        raise UsageError(f"{ref!r} is neither a file nor a run: there is no store at {where} (--store)")
+    store = SQLiteStore(where)
+    try:
+        if store.get_run(ref) is None:
+            raise UsageError(f"{ref!r} is neither a file nor a run in {where} (tether runs list)")
+        return load_run(store, ref), f"run {ref}"
+    finally:
+        store.close()

@@ -6,7 +6,9 @@ Every write is one short transaction, so a process killed at any instant
 (SIGKILL included) leaves the file consistent: a checkpoint with the events
 recorded before it, an effect's intent or outcome is either fully there or
 not at all. Events are append-only: a sequence number written twice is an
-error, never a replacement. Durability: WAL with ``synchronous=NORMAL`` (a
+error, never a replacement. The events of one write (a step's, a
+checkpoint's) are one row, a chunk of JSON Lines: one insert per step
+instead of one per event. Durability: WAL with ``synchronous=NORMAL`` (a
 committed transaction survives a process crash; a power loss may lose the
 last few).
 
@@ -26,7 +28,9 @@ from typing import Any, Callable
 
 import orjson
 
-SCHEMA_VERSION = 3
+from . import _delta
+
+SCHEMA_VERSION = 4
 
 # Statements are split on ";" when migrating: keep semicolons out of the comments.
 SCHEMA = """
@@ -59,8 +63,9 @@ CREATE TABLE IF NOT EXISTS evals (
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event BLOB NOT NULL,             -- UTF-8 JSON
+    seq INTEGER NOT NULL,            -- the sequence number of the chunk's first event
+    last INTEGER NOT NULL,           -- ... and of its last (a chunk holds consecutive events)
+    events BLOB NOT NULL,            -- the events of one write (a step's): UTF-8 JSON Lines
     PRIMARY KEY (run_id, seq)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -69,8 +74,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     step INTEGER NOT NULL,
     phase TEXT NOT NULL,
     event_count INTEGER NOT NULL,    -- events persisted when it was taken
-    state BLOB NOT NULL,             -- UTF-8 JSON
+    state BLOB NOT NULL,             -- UTF-8 JSON: the state, or a delta against the previous checkpoint
     created REAL NOT NULL,
+    base INTEGER,                    -- NULL for a whole state, or the whole checkpoint its delta chain starts at
     PRIMARY KEY (run_id, n)
 );
 CREATE TABLE IF NOT EXISTS effects (
@@ -118,7 +124,8 @@ _MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
     2: [("runs", "kind", "TEXT NOT NULL DEFAULT 'run'"), ("runs", "eval_id", "TEXT"),
         ("runs", "trial", "INTEGER NOT NULL DEFAULT 0"), ("runs", "guards", "TEXT NOT NULL DEFAULT 'off'"),
         ("runs", "digest", "TEXT"), ("runs", "error_kind", "TEXT")],
-    3: [("approvals", "expires", "REAL"), ("approvals", "used", "INTEGER NOT NULL DEFAULT 0")],
+    3: [("checkpoints", "base", "INTEGER")],      # delta checkpoints (store/_delta.py)
+    4: [("approvals", "expires", "REAL"), ("approvals", "used", "INTEGER NOT NULL DEFAULT 0")],
 }
 
 
@@ -145,8 +152,11 @@ class SQLiteStore:
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._chains: dict[str, _Chain] = {}
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
+        # 2 KiB pages (a new store only): a checkpoint or a step's events rewrite fewer bytes than with 4 KiB
+        self._db.execute("PRAGMA page_size=2048")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=10000")
@@ -165,12 +175,14 @@ class SQLiteStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 existing = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if "runs" in existing:      # an older store: add the columns it lacks, then the new tables
-                    for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
-                        for table, column, definition in _MIGRATIONS.get(target, []):
-                            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-                            if table in existing and column not in have:
-                                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                # an older store: add the columns its tables lack, then create the tables it lacks
+                for target in range(2, SCHEMA_VERSION + 1):     # each step checks what is there: idempotent
+                    if target == 3 and "events" in existing:
+                        _events_to_chunks(self._db)
+                    for table, column, definition in _MIGRATIONS.get(target, []):
+                        have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+                        if table in existing and column not in have:
+                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
@@ -214,6 +226,7 @@ class SQLiteStore:
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
+        self._chains.pop(run_id, None)
         self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=? WHERE run_id=?",
                  (status, reply, reason, time.time(), digest, error_kind, run_id))
 
@@ -221,21 +234,35 @@ class SQLiteStore:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
 
     def get_run(self, run_id: str) -> dict | None:
-        rows = self._rows("SELECT * FROM runs WHERE run_id=?", (run_id,))
+        rows = self._rows(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
         return _run(rows[0]) if rows else None
 
     def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
                   case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
-        where, params = [], []
-        for column, value in (("eval_id", eval_id), ("model", model), ("case_id", case_id), ("status", status),
-                              ("kind", kind)):
-            if value is not None:
-                where.append(f"{column} GLOB ?")
-                params.append(value)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created DESC, rowid DESC LIMIT ?"
+        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
+        sql = _SELECT_RUNS + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
         return [_run(r) for r in self._rows(sql, (*params, limit))]
+
+    def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
+                   status: str | None = None, kind: str | None = None) -> int:
+        """How many runs match the filters of :meth:`list_runs`."""
+        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
+        return self._rows("SELECT COUNT(*) AS c FROM runs" + where, tuple(params))[0]["c"]
+
+    def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
+        """run id -> (checkpoints, pending approvals), in two queries for the whole list."""
+        ckpts: dict[str, int] = {}
+        waiting: dict[str, int] = {}
+        for i in range(0, len(run_ids), 500):          # SQLite bounds the number of ? per statement
+            chunk = tuple(run_ids[i:i + 500])
+            marks = ",".join("?" * len(chunk))
+            ckpts.update((r[0], r[1]) for r in self._rows(
+                f"SELECT run_id, COUNT(*) FROM checkpoints WHERE run_id IN ({marks}) GROUP BY run_id", chunk))
+            waiting.update((r[0], r[1]) for r in self._rows(
+                f"SELECT run_id, COUNT(*) FROM approvals WHERE run_id IN ({marks}) AND status='pending' "
+                "GROUP BY run_id", chunk))
+        return {rid: (ckpts.get(rid, 0), waiting.get(rid, 0)) for rid in run_ids}
 
     # -- evals ---------------------------------------------------------------------
     def create_eval(self, eval_id: str, suite: str, config: dict) -> None:
@@ -271,57 +298,114 @@ class SQLiteStore:
         self.append_events(run_id, [(seq, event)])
 
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
-        """Append a batch of (seq, event) in one transaction; a seq already stored is an error."""
-        rows = [(run_id, seq, _state_json(event)) for seq, event in events]
+        """Append a batch of consecutive (seq, event) as one chunk, in one statement
+        (one transaction); a seq already stored is an error."""
+        if not events:
+            return
+        chunk = _chunk(run_id, events)
+        with self._lock:
+            if self._db.execute(_INSERT_CHUNK, chunk).rowcount != 1:
+                raise _duplicate(run_id, events)
+
+    def events(self, run_id: str) -> list[dict]:
+        loads = orjson.loads
+        return [loads(line) for (blob,) in self._db_rows("SELECT events FROM events WHERE run_id=? ORDER BY seq",
+                                                         (run_id,))
+                for line in blob.split(b"\n") if line]
+
+    def truncate_events(self, run_id: str, count: int) -> None:
+        """Drop the events from ``count`` on (a resume drops what came after its checkpoint)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)", rows)
+                straddling = self._db.execute("SELECT seq, events FROM events WHERE run_id=? AND seq<? AND last>=?",
+                                              (run_id, count, count)).fetchall()
+                self._db.execute("DELETE FROM events WHERE run_id=? AND last>=?", (run_id, count))
+                for seq, blob in straddling:
+                    kept = [line for line in blob.split(b"\n") if line][:count - seq]
+                    self._db.execute("INSERT INTO events (run_id, seq, last, events) VALUES (?,?,?,?)",
+                                     (run_id, seq, count - 1, b"".join(line + b"\n" for line in kept)))
                 self._db.execute("COMMIT")
-            except sqlite3.IntegrityError:
-                self._db.execute("ROLLBACK")
-                raise _duplicate(run_id, events) from None
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def events(self, run_id: str) -> list[dict]:
-        return [orjson.loads(r["event"]) for r in self._rows("SELECT event FROM events WHERE run_id=? ORDER BY seq", (run_id,))]
-
-    def truncate_events(self, run_id: str, count: int) -> None:
-        self._tx("DELETE FROM events WHERE run_id=? AND seq>=?", (run_id, count))
+    def _db_rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
 
     # -- checkpoints -------------------------------------------------------------
     def save_checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict,
                         events: list[tuple[int, dict]] = ()) -> int:
-        """A checkpoint, with the events recorded since the previous one, in one transaction."""
+        """A checkpoint, with the events recorded since the previous one, in one
+        transaction (one statement when there are no events). The state is
+        stored whole, or as a delta against the run's previous checkpoint
+        (store/_delta.py); :meth:`latest_checkpoint` gives it back whole."""
+        chunk = _chunk(run_id, events) if events else None
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                if events:
-                    try:
-                        self._db.executemany("INSERT INTO events (run_id, seq, event) VALUES (?,?,?)",
-                                             [(run_id, seq, _state_json(e)) for seq, e in events])
-                    except sqlite3.IntegrityError:
-                        raise _duplicate(run_id, events) from None
-                n = self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
-                                     (run_id,)).fetchone()[0]
-                self._db.execute("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created) "
-                                 "VALUES (?,?,?,?,?,?,?)", (run_id, n, step, phase, event_count, _state_json(state), time.time()))
-                self._db.execute("UPDATE runs SET updated=? WHERE run_id=?", (time.time(), run_id))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+                return self._checkpoint(run_id, step, phase, event_count, state, chunk, events)
+            except sqlite3.IntegrityError:          # another writer numbered this run on: count again, once
+                self._chains.pop(run_id, None)
+                return self._checkpoint(run_id, step, phase, event_count, state, chunk, events)
+
+    def _checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict, chunk: tuple | None,
+                    events: Any) -> int:
+        chain = self._chains.get(run_id)
+        if chain is None:
+            chain = self._chains[run_id] = _Chain(self._next_checkpoint(run_id))
+        n = chain.next
+        delta = _delta.encode(state, chain.lists) if chain.base is not None and chain.length < _delta.MAX_CHAIN \
+            else None
+        if delta is None:
+            row = (run_id, n, step, phase, event_count, orjson.dumps(state, default=str), time.time(), None)
+        else:
+            row = (run_id, n, step, phase, event_count, orjson.dumps(delta, default=str), time.time(), chain.base)
+        if chunk is None:
+            self._db.execute(_INSERT_CHECKPOINT, row)      # autocommit: one statement is one transaction
+        elif not self._write_with_events(row, chunk):
+            raise _duplicate(run_id, events)
+        chain.next = n + 1
+        if delta is not None:
+            chain.length += 1
+            chain.lists = _delta.lists_of(state)
+        elif chain.base is not None or _delta.size(state) >= _delta.MIN_ITEMS:    # a new chain starts here
+            chain.base, chain.length, chain.lists = n, 1, _delta.lists_of(state)
         return n
+
+    def _write_with_events(self, row: tuple, chunk: tuple) -> bool:
+        """The checkpoint and its events in one transaction; False (nothing written)
+        when the events overlap events already stored."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._db.execute(_INSERT_CHUNK, chunk).rowcount != 1:
+                self._db.execute("ROLLBACK")
+                return False
+            self._db.execute(_INSERT_CHECKPOINT, row)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return True
+
+    def _next_checkpoint(self, run_id: str) -> int:
+        return self._db.execute("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?",
+                                (run_id,)).fetchone()[0]
 
     def latest_checkpoint(self, run_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM checkpoints WHERE run_id=? ORDER BY n DESC LIMIT 1", (run_id,))
         if not rows:
             return None
         r = rows[0]
-        return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"],
-                "state": orjson.loads(r["state"])}
+        if r["base"] is None:
+            state = orjson.loads(r["state"])
+        else:       # the chain: its whole checkpoint, then each delta in order
+            chain = self._rows("SELECT state FROM checkpoints WHERE run_id=? AND n BETWEEN ? AND ? ORDER BY n",
+                               (run_id, r["base"], r["n"]))
+            state = orjson.loads(chain[0]["state"])
+            for link in chain[1:]:
+                state = _delta.decode(orjson.loads(link["state"]), state)
+        return {"n": r["n"], "step": r["step"], "phase": r["phase"], "event_count": r["event_count"], "state": state}
 
     def checkpoint_count(self, run_id: str) -> int:
         return self._rows("SELECT COUNT(*) AS c FROM checkpoints WHERE run_id=?", (run_id,))[0]["c"]
@@ -441,6 +525,52 @@ def _host() -> str:
     return socket.gethostname()
 
 
+# A run's `updated` is its row's last change or its last checkpoint, whichever is later (a checkpoint
+# does not touch the run's row: one statement fewer per step).
+_SELECT_RUNS = ("SELECT *, MAX(updated, COALESCE((SELECT c.created FROM checkpoints c WHERE c.run_id = runs.run_id "
+                "ORDER BY c.n DESC LIMIT 1), 0)) AS last_active FROM runs")
+# A chunk goes in only after every event already stored for the run (append-only, checked in the statement).
+_INSERT_CHUNK = ("INSERT INTO events (run_id, seq, last, events) SELECT ?1, ?2, ?3, ?4 WHERE "
+                 "COALESCE((SELECT last FROM events WHERE run_id=?1 ORDER BY seq DESC LIMIT 1), -1) < ?2")
+_LINE = orjson.OPT_APPEND_NEWLINE
+
+
+def _chunk(run_id: str, events: list[tuple[int, dict]]) -> tuple:
+    first, last = events[0][0], events[-1][0]
+    if last - first + 1 != len(events):
+        from ..errors import RunFailure
+
+        raise RunFailure(f"run {run_id}: events {first}..{last} are not consecutive ({len(events)} given)")
+    return (run_id, first, last, b"".join([orjson.dumps(e, default=str, option=_LINE) for _, e in events]))
+
+
+def _events_to_chunks(db: sqlite3.Connection) -> None:
+    """Schema 3: one row per event becomes one row per chunk (here, a chunk of one)."""
+    if "last" in {r[1] for r in db.execute("PRAGMA table_info(events)")}:
+        return
+    db.execute("ALTER TABLE events RENAME TO events_v2")
+    db.execute("CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, last INTEGER NOT NULL, "
+               "events BLOB NOT NULL, PRIMARY KEY (run_id, seq))")
+    db.execute("INSERT INTO events (run_id, seq, last, events) "
+               "SELECT run_id, seq, seq, CAST(CAST(event AS TEXT) || char(10) AS BLOB) FROM events_v2")
+    db.execute("DROP TABLE events_v2")
+_INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created, base) "
+                      "VALUES (?,?,?,?,?,?,?,?)")
+
+
+class _Chain:
+    """A run's checkpoint numbering and delta chain, in memory: the whole checkpoint
+    the chain starts from, how long it is, the previous state's lists."""
+
+    __slots__ = ("next", "base", "length", "lists")
+
+    def __init__(self, next_n: int):
+        self.next = next_n
+        self.base: int | None = None
+        self.length = 0
+        self.lists: dict = {}
+
+
 def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
     from ..errors import RunFailure
 
@@ -449,8 +579,18 @@ def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
                       "append-only (is another process driving this run?)")
 
 
+def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
+    where, params = [], []
+    for column, value in filters.items():
+        if value is not None:
+            where.append(f"{column} GLOB ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
 def _run(r: sqlite3.Row) -> dict:
     d = dict(r)
+    d["updated"] = d.pop("last_active", d["updated"])
     d["meta"] = json.loads(d["meta"])
     return d
 

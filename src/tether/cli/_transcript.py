@@ -1,0 +1,151 @@
+"""A stored run printed whole: every event in order, every request's full
+message list rebuilt from the deltas, usage and cost per role.
+
+Used by ``tether runs show``. Content is printed as is (never read as rich
+markup): prompts and tool results may contain brackets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rich.console import Console
+from rich.text import Text
+
+from ..events import (
+    AgentMessage,
+    ApprovalEvent,
+    GuardTripped,
+    ModelDecisionEvent,
+    ModelRequestEvent,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    SideEffectEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    Trajectory,
+    UserMessage,
+)
+from ..messages import Message, Usage, canonical_json
+
+MessagesMode = Literal["full", "new", "none"]
+
+ROLE_LABEL = {"agent": "agent", "judge": "JUDGE", "user": "SIMULATED USER", "drift": "DRIFT CHECK",
+              "review": "PLAN REVIEW"}
+_ROLE_STYLE = {"agent": "bold blue", "judge": "bold magenta", "user": "bold cyan", "drift": "bold magenta",
+               "review": "bold magenta"}
+_VERDICT_STYLE = {"hint": "yellow", "block": "magenta", "stop": "bold red", "escalate": "bold red"}
+
+
+def _usage(u: Usage) -> str:
+    out = f"{u.input_tokens} in / {u.output_tokens} out tokens"
+    return out + (f", ${u.cost:.6f}" if u.cost else "")
+
+
+def _message(m: Message, index: int) -> Text:
+    head = f"    {index:>3} {m.role}"
+    if m.name or m.tool_call_id:
+        head += f" ({m.name or ''}{' ' + m.tool_call_id if m.tool_call_id else ''})"
+    text = Text(head, style="dim")
+    text.append(": ")
+    text.append(m.content)
+    for call in m.tool_calls:
+        text.append(f"\n          -> {call.name}({canonical_json(call.arguments)}) [{call.id}]", style="dim")
+    return text
+
+
+def render_transcript(t: Trajectory, console: Console, *, messages: MessagesMode = "full") -> None:
+    """Print every event of ``t``; requests with their messages (``full``: the
+    whole list sent, ``new``: only what was added since the previous request of
+    the same role, ``none``: a one-line summary)."""
+    full = {id(ev): msgs for ev, msgs in t.requests(role=None)}
+    numbers: dict[str, int] = {}
+    for e in t:
+        p = console.print
+        if isinstance(e, RunStarted):
+            p(Text.assemble(("run_started", "bold"), f" trace v{e.version} · kind {e.kind} · model {e.model}"
+                            f" · case {e.case_id or '-'} · trial {e.trial} · guards {e.guards}"
+                            + (f" · eval {e.eval_id}" if e.eval_id else "")), highlight=False)
+            for spec in e.tool_specs:
+                p(Text(f"  tool {spec.name}{' (side effect)' if spec.side_effect else ''}: {spec.description}\n"
+                       f"       parameters {canonical_json(spec.parameters)}", style="dim"), highlight=False)
+            if not e.tool_specs and e.tools:
+                p(Text(f"  tools {', '.join(e.tools)}", style="dim"), highlight=False)
+        elif isinstance(e, UserMessage):
+            p(Text.assemble(("user", "bold cyan"), f" ({e.source}): ", e.content), highlight=False)
+        elif isinstance(e, AgentMessage):
+            p(Text.assemble(("agent", "bold"), f" ({e.kind}, {e.source}): ", e.content), highlight=False)
+        elif isinstance(e, ModelRequestEvent):
+            numbers[e.role] = numbers.get(e.role, 0) + 1
+            msgs = full.get(id(e), [])
+            params = f" · params {canonical_json(e.params)}" if e.params else ""
+            tools = f" · tools {', '.join(e.tools)}" if e.tools else " · no tools"
+            p(Text.assemble((f"[{e.step}] request {numbers[e.role]} · {ROLE_LABEL.get(e.role, e.role)}",
+                             _ROLE_STYLE.get(e.role, "bold")),
+                            f" · model {e.model or '?'} · {e.message_count} message(s){tools}{params}"),
+              highlight=False)
+            if not msgs and e.message_count:
+                p(Text("    (messages not recorded: a version 1 trace)", style="dim"), highlight=False)
+            elif messages == "full":
+                for i, m in enumerate(msgs, start=1):
+                    p(_message(m, i), highlight=False)
+            elif messages == "new":
+                if e.keep:
+                    p(Text(f"    ... {e.keep} message(s) as in the previous {e.role} request", style="dim"),
+                      highlight=False)
+                for i, m in enumerate(e.messages, start=e.keep + 1):
+                    p(_message(m, i), highlight=False)
+        elif isinstance(e, ModelDecisionEvent):
+            head = Text.assemble((f"    decision ({ROLE_LABEL.get(e.role, e.role)}) {e.kind}",
+                                  _ROLE_STYLE.get(e.role, "bold")),
+                                 f" · {_usage(e.usage)} · {e.latency_ms:.0f} ms")
+            p(head, highlight=False)
+            if e.text:
+                p(Text("      " + e.text), highlight=False)
+            for call in e.tool_calls:
+                p(Text(f"      -> {call.name}({canonical_json(call.arguments)}) [{call.id}]"), highlight=False)
+        elif isinstance(e, ToolCallEvent):
+            p(Text.assemble((f"  [{e.step}] tool ", "dim"), (e.tool, "bold"),
+                            f"({canonical_json(e.arguments)}) [{e.call_id}]"), highlight=False)
+        elif isinstance(e, ToolResultEvent):
+            body = canonical_json(e.data) if e.ok else f"{e.error_type or 'error'}: {e.error}"
+            p(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
+                            (f"[{e.source}, {e.duration_ms:.0f} ms] ", "dim"), body), highlight=False)
+        elif isinstance(e, GuardTripped):
+            numbers_text = ", ".join(f"{k}={v}" for k, v in e.numbers.items())
+            p(Text.assemble("  ", (f"guard {e.guard}.{e.rule} {e.verdict}", _VERDICT_STYLE[e.verdict]),
+                            f": {e.message}" + (f" ({numbers_text})" if numbers_text else "")), highlight=False)
+        elif isinstance(e, SideEffectEvent):
+            p(Text.assemble("  ", (f"side effect {e.status}", "bold"),
+                            f" {e.tool} [{e.call_id}] key {e.key}" + (f": {e.detail}" if e.detail else "")),
+              highlight=False)
+        elif isinstance(e, ApprovalEvent):
+            who = f" by {e.by}" if e.by else ""
+            p(Text.assemble("  ", (f"approval {e.action}", "bold yellow"),
+                            f" {e.tool} [{e.call_id}] {e.approval_id}{who}" + (f": {e.reason}" if e.reason else "")),
+              highlight=False)
+        elif isinstance(e, RunResumed):
+            p(Text(f"resumed from checkpoint {e.checkpoint} (step {e.step}, {e.phase}); "
+                   f"{e.dropped_events} event(s) after it dropped", style="bold"), highlight=False)
+        elif isinstance(e, RunFinished):
+            p(Text.assemble(("run_finished", "bold"), f" {e.status} after {e.steps} step(s)"
+                            + (f" · reason: {e.reason}" if e.reason else "")
+                            + (f" · error ({e.error_kind or '?'}): {e.error}" if e.error else "")), highlight=False)
+            p(Text.assemble(("reply", "bold"), ": ", e.reply), highlight=False)
+    _usage_summary(t, console)
+
+
+def _usage_summary(t: Trajectory, console: Console) -> None:
+    """Usage, cost and model latency per request role (the agent's own kept apart)."""
+    rows: dict[str, list] = {}
+    for d in t.of_type(ModelDecisionEvent):
+        row = rows.setdefault(d.role, [0, Usage(), 0.0])
+        row[0] += 1
+        row[1] = row[1] + d.usage
+        row[2] += d.latency_ms
+    if not rows:
+        return
+    parts = [f"{ROLE_LABEL.get(role, role)}: {n} request(s), {_usage(u)}, {lat / 1000:.2f} s"
+             for role, (n, u, lat) in rows.items()]
+    console.print(Text("usage · " + " · ".join(parts)), highlight=False)
