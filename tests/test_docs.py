@@ -3,7 +3,8 @@
 Each page runs in its own scratch folder (a fresh temp dir with the repository's
 ``examples/`` and ``benchmarks/`` linked in, as in a clone; ``tether``, ``python``
 and ``pytest`` on PATH; ``TETHER_STORE`` inside the folder; no API keys; proxies
-pointed at a closed port so nothing leaves the machine), its blocks in order:
+pointed at a closed port so nothing leaves the machine; the one repository file a
+page runs, ``tests/adapters/mcp_flaky_server.py``, linked in), its blocks in order:
 
 * ``bash`` / ``sh`` / ``shell`` / ``console`` blocks run in bash, one command at a
   time (``\\`` continuations and here-documents kept together; in ``console``
@@ -102,12 +103,22 @@ def scratch_env(folder: Path) -> dict[str, str]:
     bin_dir = folder / ".docs-bin"
     bin_dir.mkdir()
     wrappers = {"tether": '-m tether.cli "$@"', "python": '"$@"', "python3": '"$@"', "pytest": '-m pytest "$@"'}
+    refuse = ('if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then '
+              'echo "docs-test: pip is not run here; mark the block docs-test: skip" >&2; exit 126; fi\n')
     for name, args in wrappers.items():
         path = bin_dir / name
-        path.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}\n', encoding="utf-8")
+        path.write_text(f'#!/bin/sh\n{refuse}exec "{sys.executable}" {args}\n', encoding="utf-8")
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    for name in ("examples", "benchmarks", "tests"):
+    for name in ("pip", "pip3"):              # never install into the environment the tests run in
+        path = bin_dir / name
+        path.write_text('#!/bin/sh\necho "docs-test: pip is not run here; mark the block docs-test: skip" >&2\n'
+                        'exit 126\n', encoding="utf-8")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    for name in ("examples", "benchmarks"):
         (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    for name in ("tests/adapters/mcp_flaky_server.py",):      # a file a page runs "from a clone"
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).symlink_to(ROOT / name)
     env = {k: v for k, v in os.environ.items()
            if not k.endswith(("_API_KEY", "_TOKEN")) and k not in ("CI", "PYTEST_ADDOPTS", "TETHER_DEBUG")}
     env.update(
@@ -202,7 +213,7 @@ def run_shell(block: Block, folder: Path, env: dict[str, str]) -> None:
                    f"printf 'docs-test: command %s exited %s (expected {allowed}):\\n%s\\n' {n} $__rc "
                    f"{_quote(written)} >&2; exit 97;; esac", "( exit $__rc )"]
     path = folder / f".docs-block-{block.index}.sh"
-    path.write_text("\n".join(script) + "\n", encoding="utf-8")
+    path.write_text("\n".join([*script, "exit 0"]) + "\n", encoding="utf-8")
     _run(["bash", str(path)], block, folder, env)
 
 
