@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,11 +77,14 @@ class Report:
     ran: list[Block] = field(default_factory=list)
     skipped: list[tuple[Block, str]] = field(default_factory=list)
     files: list[Block] = field(default_factory=list)
+    seconds: dict[int, float] = field(default_factory=dict)     # block index -> wall time
 
     def text(self) -> str:
         head = (f"{self.page}: ran {len(self.ran)}, wrote {len(self.files)} file(s), "
                 f"skipped {len(self.skipped)}")
-        return "\n".join([head, *(f"  skipped line {b.line} ({b.lang}): {why}" for b, why in self.skipped)])
+        slow = [f"  line {b.line} ({b.lang}) took {self.seconds[b.index]:.0f} s" for b in self.ran
+                if self.seconds.get(b.index, 0) >= 10]
+        return "\n".join([head, *(f"  skipped line {b.line} ({b.lang}): {why}" for b, why in self.skipped), *slow])
 
 
 def blocks(page: str) -> list[Block]:
@@ -127,6 +131,9 @@ def scratch_env(folder: Path) -> dict[str, str]:
         TETHER_STORE=str(folder / ".tether" / "tether.db"),
         HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", ALL_PROXY="http://127.0.0.1:9",
         NO_PROXY="127.0.0.1,localhost", PYTHONDONTWRITEBYTECODE="1", COLUMNS="200",
+        # pytest in a page sees what a fresh project has: tether's plugin and pytest-asyncio, not this
+        # environment's other plugins (which also cost seconds per start)
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTEST_PLUGINS="tether.testing.pytest_plugin,pytest_asyncio.plugin",
     )
     return env
 
@@ -281,7 +288,9 @@ def run_page(page: str, *, slow: bool) -> Report:
             if block.marker == "slow" and not slow:
                 report.skipped.append((block, "slow: runs with `pytest -m slow`"))
                 continue
+            started = time.monotonic()
             kind = run_block(block, folder, env)
+            report.seconds[block.index] = time.monotonic() - started
             (report.files if kind == "file" else report.ran).append(block)
     return report
 

@@ -140,7 +140,8 @@ async def run_trial(case: Case, model: Model | None = None, *, trial: int = 0, c
     toolset, user = case_world(case, seed=config.seed + trial, simulator=config.simulator)
     run_cfg = replace(run_config or RunConfig(), max_steps=config.max_steps or case.max_steps,
                       system_prompt=config.system_prompt, guards=tuple(guards), guards_label=guards_label,
-                      meta={"suite": case.suite, "subject": label, **(run_config.meta if run_config else {})})
+                      meta={"suite": case.suite, "subject": label, "language": case.run_language,
+                            **(run_config.meta if run_config else {})})
     task = AgentTask(message=case.input.message, history=tuple(Turn(t.role, t.content, t.question)
                                                               for t in case.input.history),
                      tools=toolset, system_prompt=run_cfg.system_prompt, max_steps=run_cfg.max_steps, case_id=case.id)
