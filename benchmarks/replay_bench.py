@@ -5,8 +5,9 @@
     python benchmarks/replay_bench.py 500   # a quick look
 
 The recorded run: a model step deciding 5,000 tool calls, then a final answer
-(about 10,000 events). tether loads its JSON cassette and replays the run
-strictly (both model requests checked against the recording, every tool
+(about 10,000 events). tether loads its JSON cassette (the run's own trace
+format v2 events, validated, plus its environment) and replays the run as a
+new run, strictly (both model requests checked against the recording, every tool
 call's name and arguments compared in order, call counts enforced). vcrpy
 loads a YAML cassette of the *same* interactions as HTTP (the two
 chat-completion POSTs with the conversation as body, 5,000 tool POSTs) and
@@ -70,7 +71,7 @@ def write_vcr_cassette(path: Path, cassette: Cassette) -> int:
 
     interactions = []
     messages: list[dict] = [{"role": "user", "content": "开始"}]
-    tool_iter = iter(cassette.tool_interactions())
+    tool_iter = iter(cassette.recorded_calls())
     for step in range(1, STEPS + 2):
         body = json.dumps({"model": "bench", "messages": messages}, ensure_ascii=False)
         decision = decide(type("R", (), {"step": step})())
@@ -82,7 +83,7 @@ def write_vcr_cassette(path: Path, cassette: Cassette) -> int:
         for call in decision.tool_calls:
             ti = next(tool_iter)
             args = json.dumps(call.arguments, ensure_ascii=False)
-            result = json.dumps(ti.result.envelope(), ensure_ascii=False)
+            result = json.dumps(ti.envelope(), ensure_ascii=False)
             interactions.append(_vcr("https://tools.example.com/search", args, result))
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}, allow_unicode=True), encoding="utf-8")

@@ -44,12 +44,13 @@ def test_a_server_on_this_machine_gets_one_connection_by_default():
 
 async def test_queued_requests_do_not_time_out_waiting_for_a_slot(monkeypatch):
     monkeypatch.delenv("OPENAI_COMPAT_API_KEY", raising=False)
-    slow = Slow(0.3)
+    slow = Slow(1.0)
     with FakeOpenAIServer(responder=slow) as server:
-        # 4 requests, one slot, 0.3 s each: the last waits 0.9 s for its slot, more than
-        # the 0.6 s timeout, and must still succeed (the timeout counts time on the wire)
+        # 4 requests, one slot, 1 s each: the last waits 3 s for its slot, more than the
+        # 2.5 s timeout, and must still succeed (the timeout counts time on the wire;
+        # the margins are wide so a loaded machine does not make the test flaky)
         model = OpenAIChatModel("m", base_url=server.base_url,
-                                options=ModelOptions(timeout=0.6, retry=RetryPolicy(max_retries=0)))
+                                options=ModelOptions(timeout=2.5, retry=RetryPolicy(max_retries=0)))
         assert model.limit.n == 1
         with allow_model_requests():
             out = await asyncio.gather(*(model.request(_req()) for _ in range(4)))

@@ -67,8 +67,8 @@ async def test_strict_offline_replay_gives_identical_verdicts(case_id, model_spe
 
 async def test_the_simulated_users_replies_are_recorded(cassette_dir):
     _, cassette = await record_case(CASES["C4-DR-01"], "policy:stubborn", cassette_dir / "dr01.json")
-    replies = cassette.user_interactions()
-    assert cassette.run.simulated_user and len(replies) >= 4
+    replies = cassette.recorded_replies()
+    assert cassette.settings.simulated_user and len(replies) >= 4
     assert [r.reply for r in replies[:3]] == ["不想说", "就不说", "就不说"]
 
 
@@ -85,9 +85,9 @@ async def test_an_edited_tool_result_fails_verify_with_a_tool_result_mismatch_na
     path = cassette_dir / f"{case_id}.json"
     await record_case(case, "policy:steady", path)
     doc = json.loads(path.read_text(encoding="utf-8"))
-    tools = [i for i in doc["interactions"] if i["kind"] == "tool"]
-    edited = tools[1]
-    edited["result"]["data"] = {"edited": "by hand"}
+    results = [e for e in doc["events"] if e["type"] == "tool_result" and e["source"] != "runner"]
+    edited = results[1]
+    edited["data"] = {"edited": "by hand"}
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
 
     with pytest.raises(ToolResultMismatch) as exc:

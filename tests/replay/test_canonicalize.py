@@ -112,7 +112,7 @@ async def test_a_model_request_mismatch_names_the_canon_it_was_compared_under(ca
     canon = Canon(name="no-ids", drop=(DropRule(path="$.messages[*].tool_call_id", reason="provider ids"),))
     _, cassette = await record_run(script(), clock_tools(iter(["10:00"])), message="查 A100", canon=canon)
     loaded = Cassette.load(cassette.save(cassette_dir / "c.json"))
-    loaded.input.message = "查 A101"          # the run now asks something else
+    next(e for e in loaded.events if e.type == "user_message").content = "查 A101"   # the run now asks something else
     with pytest.raises(ModelRequestMismatch) as exc:
         await Replayer(loaded).run()
     assert exc.value.step == 1

@@ -89,12 +89,12 @@ async def test_personal_data_is_pseudonymized_and_stays_linked(cassette_dir):
     for real in ("A100", "U123", "13812345678", "138-1234-5678", "zhang.san@example.com", "110101199003071234"):
         assert real not in text
 
-    call, result = cassette.tool_interactions()[0], cassette.tool_interactions()[0].result
+    call, result = cassette.recorded_calls()[0], cassette.recorded_calls()[0].result
     order = call.arguments["order_id"]
     assert order == "order-001" == result.data["order_id"]                 # the call and its result agree
     assert result.data["user_id"] == "user-001"
     assert result.data["contact"] == {"phone": "phone-001", "email": "email-001@example.invalid", "id_card": "cnid-001"}
-    refund = cassette.tool_interactions()[1]
+    refund = cassette.recorded_calls()[1]
     assert refund.arguments == {"order_id": "order-001", "amount": 19900, "api_key": REDACTED}
     assert refund.result.data["receipt_to"] == "email-001@example.invalid"
     assert cassette.input.message.startswith("退掉订单 order-001，我是 user-001，电话 phone-001。")
@@ -102,8 +102,11 @@ async def test_personal_data_is_pseudonymized_and_stays_linked(cassette_dir):
                                        "回执已发到 email-001@example.invalid。")
     assert cassette.redaction is not None and cassette.redaction.pseudonyms == {
         "order": 1, "user": 1, "phone": 1, "email": 1, "cnid": 1}
-    # events say the same as the interactions
-    events = json.dumps(cassette.events, ensure_ascii=False)
+    # the model was sent the tool results as JSON inside message strings: redacted there too
+    sent = [m for r in cassette.recorded_requests() for m in r.messages if m.role == "tool"]
+    assert sent and all("A100" not in m.content and "13812345678" not in m.content for m in sent)
+    assert json.loads(sent[0].content)["data"]["user_id"] == "user-001"
+    events = json.dumps([e.model_dump(mode="json") for e in cassette.events], ensure_ascii=False)
     assert "order-001" in events and "A100" not in events
 
 
@@ -148,3 +151,11 @@ async def test_save_refuses_to_write_a_leak(cassette_dir, monkeypatch):
     with pytest.raises(UsageError, match="refusing to write"):
         cassette.save(cassette_dir / "never.json")
     assert not (cassette_dir / "never.json").exists()
+
+
+async def test_verify_re_runs_the_tools_in_the_pseudonymized_world(cassette_dir):
+    cassette = await record_leaky(cassette_dir / "verify.json")
+    result = await Replayer(cassette).run(tools=leaky_tools(), verify=True)    # live results redacted, then compared
+    assert result.status == "completed"
+    sent = result.trajectory.requests()[-1][1]
+    assert "13812345678" not in str(sent) and "phone-001" in str(sent)        # the run went on with the recording

@@ -15,6 +15,7 @@ import pytest
 
 import tether
 from tether.replay import Cassette, scan_for_secrets
+from tether.store import SQLiteStore
 
 SRC = Path(tether.__file__).resolve().parents[1]
 
@@ -54,7 +55,7 @@ def decisions(amount=19900):
 
 async def test_refund(tether_cassette, scripted_model):
     model = scripted_model(decisions(int(os.environ.get("AMOUNT", "19900"))))
-    live = os.environ.get("LIVE_MODEL") == "1"
+    live = True if os.environ.get("LIVE_MODEL") == "1" else None     # None: a scripted double answers, checked
     result = await tether_cassette.run(model, TOOLS, message="请帮我退掉订单 A100", live_model=live)
     assert result.status == "completed" and "R900" in result.reply
 
@@ -100,7 +101,8 @@ def make_project(root: Path) -> Path:
 
 def run_pytest(project: Path, *args: str, plugin: str = "tether.testing.pytest_plugin",
                **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "AMOUNT", "LIVE_MODEL")}
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("CI", "PYTEST_ADDOPTS", "AMOUNT", "LIVE_MODEL", "TETHER_STORE")}
     environ.update(PYTHONPATH=str(SRC), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     environ.update(env)
     cmd = [sys.executable, "-m", "pytest", "-p", "pytest_asyncio.plugin", "-p", plugin, "-p", "no:cacheprovider",
@@ -130,6 +132,34 @@ def test_the_plugin_records_then_replays_in_a_fresh_project(tmp_path, remember_c
     assert third.returncode == 1
     assert "ReplayMismatch.ToolArguments at step 3: create_refund" in third.stdout
     assert "amount: expected 19900, actual 199" in third.stdout
+
+    # every run went to the store under the rootdir, each with its own id
+    store = SQLiteStore(project / ".tether" / "tether.db")
+    runs = store.list_runs(kind="cassette")
+    assert len(runs) == 5 and len({r["run_id"] for r in runs}) == 5     # 2 recorded, 2 replayed, 1 departed
+    assert sorted(r["status"] for r in runs) == ["completed"] * 4 + ["error"]
+    failed = next(r for r in runs if r["status"] == "error")
+    assert failed["error_kind"] == "aborted" and failed["run_id"] in third.stdout   # the report names the run
+    recorded_id = Cassette.load(cassette).run_id
+    assert recorded_id in {r["run_id"] for r in runs}
+    assert [e["type"] for e in store.events(recorded_id)] == [
+        e.type for e in Cassette.load(cassette).events]                 # the cassette holds the stored run
+
+
+def test_a_test_that_now_scripts_another_decision_fails_naming_the_step(tmp_path, remember_cassettes):
+    project = make_project(tmp_path / "proj")
+    first = run_pytest(project, "-k", "test_refund")
+    assert first.returncode == 0, first.stdout + first.stderr
+    remember_cassettes(project / "tests" / "cassettes")
+
+    changed = run_pytest(project, "-k", "test_refund", AMOUNT="199", CI="true",
+                         TETHER_STORE=str(tmp_path / "elsewhere.db"))
+    assert changed.returncode == 1
+    assert "ReplayMismatch.ToolArguments at step 3: create_refund" in changed.stdout
+    assert "amount: expected 19900, actual 199" in changed.stdout
+    assert "tether runs" in changed.stdout and "elsewhere.db" in changed.stdout
+    [run] = SQLiteStore(tmp_path / "elsewhere.db").list_runs()          # $TETHER_STORE wins
+    assert (run["kind"], run["status"], run["error_kind"]) == ("cassette", "error", "aborted")
 
 
 def test_missing_cassette_on_ci_fails_naming_the_file(tmp_path):

@@ -31,7 +31,9 @@ async def recorded(tmp, refund_world, refund_model, **kw) -> Cassette:
 
 async def test_strict_replay_of_the_refund_flow_is_offline_and_complete(cassette_dir, refund_world, refund_model):
     cassette = await recorded(cassette_dir, refund_world, refund_model)
-    assert [i.kind for i in cassette.interactions] == ["model", "tool", "model", "tool", "model", "tool", "model"]
+    assert [r.step for r in cassette.recorded_requests()] == [1, 2, 3, 4]
+    assert [(c.step, c.tool) for c in cassette.recorded_calls()] == [
+        (1, "get_order"), (2, "check_refund"), (3, "create_refund")]
     assert cassette.expected.status == "completed" and cassette.expected.tools == [
         "get_order", "check_refund", "create_refund"]
     calls_before = len(refund_world.calls)
@@ -184,23 +186,97 @@ async def test_the_cassette_is_readable_versioned_json(cassette_dir, refund_worl
     cassette = await recorded(cassette_dir, refund_world, refund_model, config=RunConfig(system_prompt="你是退款助手。"))
     text = (cassette_dir / "refund.json").read_text(encoding="utf-8")
     doc = json.loads(text)
-    assert doc["format"] == "tether.cassette" and doc["version"] == 1
+    assert doc["format"] == "tether.cassette" and doc["version"] == 2
     assert "请帮我退掉订单 A100" in text and "\\u" not in text          # UTF-8 as is
-    assert text.startswith("{\n  \"format\"")                          # indented
-    assert doc["case_id"] == "refund-A100" and doc["input"]["message"] == MESSAGE
+    assert text.startswith("{\n  \"format\"")                          # indented header
+    assert set(doc) == {"format", "version", "recorded_at", "environment", "settings", "versions", "canon",
+                        "redaction", "expected", "events"}
+    assert cassette.case_id == "refund-A100" and cassette.input.message == MESSAGE
     assert set(doc["environment"]) == {"timezone", "now", "seed"}
+    assert doc["settings"] == {"system_prompt": "你是退款助手。", "max_steps": 30, "guards": "off",
+                               "simulated_user": False}
     v = doc["versions"]
     assert v["model"] == "refund-agent" and len(v["prompt_hash"]) == 16 and len(v["tool_schema_hash"]) == 16
     assert v["code_version"]
     assert doc["redaction"]["name"] == "tether.default" and doc["redaction"]["version"] == 1
     assert doc["canon"] == {"name": "default", "whitespace": "trim", "drop": []}
-    tool = doc["interactions"][1]
-    assert tool == {"kind": "tool", "step": 1, "tool": "get_order", "arguments": {"order_id": "A100"},
-                    "result": {"ok": True, "data": {"order_id": "A100", "user_id": "U123", "status": "paid",
-                                                    "total_amount": 19900},
-                               "error": None, "error_type": None, "source": "tool"}, "episode": 1}
-    second = doc["interactions"][2]["request"]          # only what is new since the previous request
-    assert second["messages_before"] == 2 and [m["role"] for m in second["messages"]] == ["assistant", "tool"]
-    assert [len(m.request["messages"]) for m in cassette.model_interactions()] == [2, 4, 6, 8]   # restored on load
     assert doc["expected"]["status"] == "completed" and doc["expected"]["reply"] == "退款已提交，退款单号为 R900。"
-    assert [e["type"] for e in doc["events"]][0] == "run_started"
+
+    # the events are the run's own record (trace format v2), one per line
+    events = doc["events"]
+    lines = text.splitlines()
+    assert sum(1 for line in lines if line.startswith('    {"seq": ')) == len(events)
+    assert events[0]["type"] == "run_started" and events[0]["version"] == 2 and events[0]["kind"] == "cassette"
+    assert [s["name"] for s in events[0]["tool_specs"]] == ["get_order", "check_refund", "create_refund"]
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert {k: result[k] for k in ("step", "tool", "ok", "data", "source")} == {
+        "step": 1, "tool": "get_order", "ok": True, "source": "tool",
+        "data": {"order_id": "A100", "user_id": "U123", "status": "paid", "total_amount": 19900}}
+    requests = [e for e in events if e["type"] == "model_request"]
+    assert requests[1]["keep"] == 2 and [m["role"] for m in requests[1]["messages"]] == ["assistant", "tool"]
+    assert [len(r.messages) for r in cassette.recorded_requests()] == [2, 4, 6, 8]   # rebuilt from the deltas
+
+
+async def test_a_version_1_cassette_is_refused_with_a_way_out(cassette_dir):
+    old = cassette_dir / "v1.json"
+    old.write_text(json.dumps({"format": "tether.cassette", "version": 1, "interactions": [], "events": []}),
+                   encoding="utf-8")
+    with pytest.raises(Exception, match=r"v1.json \[version\]: cassette version 1 .* re-record it: "
+                                        r"pytest --tether-record-mode=all"):
+        Cassette.load(old)
+
+
+async def test_a_replay_is_a_new_run_written_to_the_store(cassette_dir, refund_world, refund_model, tmp_path):
+    from tether.store import SQLiteStore
+    from tether.store.export import load_run
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    result, cassette = await record_run(refund_model(), refund_world.tools, message=MESSAGE,
+                                        config=RunConfig(store=store))
+    assert [e.model_dump(mode="json") for e in cassette.events] == store.events(result.run_id)
+    loaded = Cassette.load(cassette.save(cassette_dir / "stored.json"))
+
+    first = await Replayer(loaded, store=store).run()
+    second = await Replayer(loaded, store=store).run()
+
+    ids = {result.run_id, first.run_id, second.run_id}
+    assert len(ids) == 3                                           # every replay is a run of its own
+    runs = {r["run_id"]: r for r in store.list_runs()}
+    assert {runs[i]["kind"] for i in ids} == {"cassette", "replay"}
+    assert runs[first.run_id]["kind"] == "replay" and runs[first.run_id]["status"] == "completed"
+    replayed = load_run(store, first.run_id)
+    assert replayed.started.meta["replay_of"] == result.run_id
+    assert replayed.tool_order() == ["get_order", "check_refund", "create_refund"]
+
+
+async def test_a_departure_is_stored_as_an_aborted_replay(cassette_dir, refund_world, refund_model, tmp_path):
+    from tether.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    cassette = await recorded(cassette_dir, refund_world, refund_model)
+    with pytest.raises(ToolArgumentsMismatch) as exc:
+        await Replayer(cassette, store=store).run(model=refund_model(amount=199))
+    run_id = exc.value.trajectory.started.run_id  # type: ignore[attr-defined]
+    run = store.get_run(run_id)
+    assert (run["kind"], run["status"], run["error_kind"]) == ("replay", "error", "aborted")
+
+
+async def test_results_that_never_reached_a_tool_are_not_served_from_the_cassette(cassette_dir, refund_world):
+    """An unknown tool (the runner answers) and a repeated side effect (the ledger answers)
+    are answered by the live run loop again in replay; only real tool results are served."""
+    model = ScriptedModel([
+        Decision.call("get_order", {"order_id": "A100"}),
+        Decision.call("cancel_order", {"order_id": "A100"}),                    # no such tool
+        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),
+        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),  # the ledger answers
+        Decision.final("退款已提交，退款单号为 R900。"),
+    ], name="refund-agent")
+    _, cassette = await record_run(model, refund_world.tools, message=MESSAGE)
+    cassette = Cassette.load(cassette.save(cassette_dir / "sources.json"))
+    sources = [r.source for r in cassette.trajectory().tool_results()]
+    assert sources == ["tool", "runner", "tool", "ledger"]
+    assert [c.tool for c in cassette.recorded_calls()] == ["get_order", "create_refund"]
+
+    result = await Replayer(cassette).run()
+    assert [r.source for r in result.trajectory.tool_results()] == ["tool", "runner", "tool", "ledger"]
+    assert len(refund_world.refunds) == 1                                     # only the recording refunded

@@ -3,15 +3,15 @@ told the run is busy. Side effects happen exactly once; one run_finished."""
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tether.store import SQLiteStore
 
 from .test_crash import AGENT, KILL_POINTS, SRC, run, world
 
@@ -22,9 +22,9 @@ def race(point: str, tmp: Path) -> dict:
     cmd = [sys.executable, str(AGENT), "resume", str(tmp / "store.db"), str(tmp / "world.db"), "run-1"]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=60) for p in procs]
-    store = sqlite3.connect(tmp / "store.db")
-    types = [json.loads(e)["type"] for (e,) in store.execute("SELECT event FROM events ORDER BY seq")]
-    status = store.execute("SELECT status FROM runs WHERE run_id='run-1'").fetchone()[0]
+    store = SQLiteStore(tmp / "store.db")
+    types = [e["type"] for e in store.events("run-1")]
+    status = store.get_run("run-1")["status"]
     return {"point": point, "killed_rc": killed.returncode, "rcs": [p.returncode for p in procs],
             "errs": [o[1][-300:] for o in outs], "world": world(tmp), "finished": types.count("run_finished"),
             "status": status}

@@ -26,6 +26,9 @@ COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     "diff": ("diff", "diff_command", "command", "Compare two results files or runs: steps, args, recovery, terminal.", "HELP"),
     "baseline": ("diff", "baseline_app", "group", "Accept a results file as the baseline; list baselines.", None),
     "guard": ("guard_mcp", "app", "group", "Guard another agent's tools: a guarded proxy in front of an MCP server.", None),
+    "report": ("report", "report_command", "command", "Write a results file as one self-contained HTML report.", "HELP"),
+    "view": ("view", "view_command", "command", "Serve the store's runs and evals as web pages on 127.0.0.1.", "HELP"),
+    "stats": ("stats", "stats_command", "command", "Run metrics over the store: completion, steps, loops, cost.", "HELP"),
 }
 
 ROOT_HELP = """Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.
@@ -66,7 +69,7 @@ class LazyGroup(TyperGroup):
         else:
             single = typer.Typer(rich_markup_mode="rich", pretty_exceptions_enable=False)
             single.command(name, help=getattr(module, help_attr) if help_attr else None,
-                           no_args_is_help=name not in ("eval",))(obj)
+                           no_args_is_help=name not in ("eval", "stats", "view"))(obj)
             command = typer.main.get_command(single)
         command.name = name
         return command

@@ -74,10 +74,13 @@ def eval_command(
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
+    otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
 ) -> None:
     models = model or ([] if agent else CALIBRATION)
     agents = agent or []
     with user_errors():
+        from ..report.otel import enable_live
+        enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
         cases = load_suite(suite)
         if case:
             cases = [c for c in cases if any(fnmatch.fnmatch(c.id, pat) for pat in case)]

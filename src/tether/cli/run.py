@@ -64,8 +64,11 @@ def run_command(
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="override the case's step cap")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="run id (default: generated)")] = None,
+    otel: Annotated[bool, typer.Option("--otel", help="export the run live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
 ) -> None:
     with user_errors():
+        from ..report.otel import enable_live
+        enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
         spec = RunSpec(case=case, model=model, guards=guards, budget=budget, approve=tuple(approve or ()),
                        approver=approver, max_steps=max_steps)
         the_case = find_case(case)

@@ -155,9 +155,12 @@ def export_command(
                             "digest. Importing the same run twice changes nothing; another run under an id "
                             "already stored is refused.\n\n"
                             "Examples:\n\n  tether runs import run.jsonl\n\n"
-                            "  tether runs export RUN --store a.db | tether runs import - --store b.db")
+                            "  tether runs export RUN --store a.db | tether runs import - --store b.db\n\n"
+                            "  tether runs import --otel spans.json      # OpenTelemetry GenAI spans")
 def import_command(
     file: Annotated[str, typer.Argument(help="an export (JSON Lines), or - for stdin")],
+    otel: Annotated[bool, typer.Option("--otel", help="the file is OTLP JSON spans from any GenAI instrumentation "
+                                                      "(one run per trace, kind import)")] = False,
     store: StoreOpt = None,
 ) -> None:
     with user_errors():
@@ -169,7 +172,30 @@ def import_command(
                 raise UsageError(f"no such file: {file}")
             text, where = path.read_text(encoding="utf-8"), file
         db = SQLiteStore(store)
-        run_id, new = import_run(db, text, path=where)
-        digest = db.get_run(run_id)["digest"] or load_run(db, run_id).digest()
-    console.print(f"{'imported' if new else 'already there (same digest)'}: run {run_id} · digest {digest} · "
-                  f"store {db.path}", highlight=False, soft_wrap=True)
+        if otel:
+            from ..report.otel import import_otlp
+
+            done = import_otlp(db, text, path=where)
+        else:
+            done = [import_run(db, text, path=where)]
+        lines = [(run_id, new, db.get_run(run_id)["digest"] or load_run(db, run_id).digest()) for run_id, new in done]
+    for run_id, new, digest in lines:
+        console.print(f"{'imported' if new else 'already there (same digest)'}: run {run_id} · digest {digest} · "
+                      f"store {db.path}", highlight=False, soft_wrap=True)
+
+
+# -- OpenTelemetry (tether.report.otel) ------------------------------------------------
+@app.command("export-otel", help="Export a stored run as OpenTelemetry GenAI spans: over OTLP/HTTP to "
+                                 "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, or as OTLP JSON with --file. Message "
+                                 "contents only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.\n\n"
+                                 "Examples:\n\n  tether runs export-otel C4-LD-01-3f2a1c\n\n"
+                                 "  tether runs export-otel C4-LD-01-3f2a1c --file spans.json")
+def export_otel_command(
+    run_id: Annotated[str, typer.Argument(help="the run id (tether runs list)")],
+    store: StoreOpt = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="write OTLP JSON here instead of sending it")] = None,
+) -> None:
+    from ..report.otel import export_stored_run
+
+    with user_errors():
+        console.print(export_stored_run(SQLiteStore(store), run_id, file), highlight=False, soft_wrap=True)

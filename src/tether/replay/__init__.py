@@ -1,8 +1,9 @@
 """Record and replay: canonicalization, cassettes, redaction, players, typed mismatches.
 
-Record a run into a readable JSON cassette (redacted at write time), replay it
-strictly or loosely, and get a typed mismatch naming the step when the run
-departs from the recording. See docs/replay.md.
+A cassette is a recorded run (its trace format v2 events) plus its
+environment. Record a run into a readable JSON cassette (redacted at write
+time), replay it strictly or loosely, and get a typed mismatch naming the step
+when the run departs from the recording. See docs/replay.md.
 
 The mismatch family is imported eagerly (the run loop's neighbours use it);
 everything else loads on first use, so importing a mismatch never pulls in
@@ -23,6 +24,7 @@ from .mismatch import (
     ToolCallCountMismatch,
     ToolNameMismatch,
     ToolResultMismatch,
+    UserReplyMismatch,
     readable_diff,
 )
 
@@ -32,15 +34,16 @@ if TYPE_CHECKING:
         Cassette,
         CassetteNotFound,
         Environment,
-        ModelInteraction,
+        RecordedCall,
+        RecordedReply,
+        RecordedRequest,
         RecordMode,
-        ToolInteraction,
-        UserInteraction,
+        RunSettings,
         Versions,
         default_record_mode,
     )
-    from .player import ReplayModel, ReplayState, ReplayTools, ReplayUser, UserReplyMismatch, VerifyTools
-    from .record import Recorder, record_run
+    from .player import ReplayModel, ReplayState, ReplayTools, ReplayUser, VerifyTools
+    from .record import record_run
     from .redact import REDACTED, RedactionRules, Redactor, SecretFinding, scan_for_secrets
     from .replayer import Replayer, replay_run
     from .semantic import ContainsAll, Exact, Predicate, SemanticCheck
@@ -48,10 +51,10 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "canonicalize": ["Canon", "DropRule", "canonical_request", "tool_schema_hash"],
-    "cassette": ["Cassette", "CassetteNotFound", "Environment", "ModelInteraction", "RecordMode", "ToolInteraction",
-                 "UserInteraction", "Versions", "default_record_mode"],
-    "player": ["ReplayModel", "ReplayState", "ReplayTools", "ReplayUser", "UserReplyMismatch", "VerifyTools"],
-    "record": ["Recorder", "record_run"],
+    "cassette": ["Cassette", "CassetteNotFound", "Environment", "RecordMode", "RecordedCall", "RecordedReply",
+                 "RecordedRequest", "RunSettings", "Versions", "default_record_mode"],
+    "player": ["ReplayModel", "ReplayState", "ReplayTools", "ReplayUser", "VerifyTools"],
+    "record": ["record_run"],
     "redact": ["REDACTED", "RedactionRules", "Redactor", "SecretFinding", "scan_for_secrets"],
     "replayer": ["Replayer", "replay_run"],
     "semantic": ["ContainsAll", "Exact", "Predicate", "SemanticCheck"],
@@ -79,12 +82,13 @@ __all__ = [
     "Environment",
     "Exact",
     "Mismatch",
-    "ModelInteraction",
     "ModelRequestMismatch",
     "Predicate",
     "REDACTED",
     "RecordMode",
-    "Recorder",
+    "RecordedCall",
+    "RecordedReply",
+    "RecordedRequest",
     "RedactionRules",
     "Redactor",
     "ReplayModel",
@@ -92,16 +96,15 @@ __all__ = [
     "ReplayTools",
     "ReplayUser",
     "Replayer",
+    "RunSettings",
     "SecretFinding",
     "SemanticCheck",
     "SemanticOutputMismatch",
     "TerminalStateMismatch",
     "ToolArgumentsMismatch",
     "ToolCallCountMismatch",
-    "ToolInteraction",
     "ToolNameMismatch",
     "ToolResultMismatch",
-    "UserInteraction",
     "UserReplyMismatch",
     "VerifyTools",
     "Versions",

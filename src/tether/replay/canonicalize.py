@@ -65,11 +65,12 @@ class Canon(BaseModel):
     drop: tuple[DropRule, ...] = Field(default_factory=tuple)
 
     def apply(self, value: Any, scope: Scope, tool: str | None = None) -> Any:
-        """A normalized deep copy of ``value`` (keys are sorted when serialized)."""
-        out = copy.deepcopy(value)
-        for rule in self.drop:
-            if rule.applies(scope, tool):
-                _drop(out, _parse_path(rule.path))
+        """A normalized copy of ``value`` (keys are sorted when serialized); with
+        ``whitespace="exact"`` and nothing dropped, ``value`` itself: do not mutate it."""
+        rules = [rule for rule in self.drop if rule.applies(scope, tool)]
+        out = copy.deepcopy(value) if rules else value
+        for rule in rules:
+            _drop(out, _parse_path(rule.path))
         return _normalize_strings(out, self.whitespace)
 
     def key(self, value: Any, scope: Scope, tool: str | None = None) -> str:

@@ -1,38 +1,63 @@
-"""The cassette: one recorded run as readable, versioned JSON (never pickle).
+"""The cassette: one recorded run plus its environment, as readable, versioned JSON.
 
-Seed 004 section 7: a recording keeps facts, not a summary. A cassette holds
-the case id and input, the environment (time zone, fixed "now", seed), the
-versions (system-prompt hash, code version, tool-schema hash, model id), the
-canon it matches under, the redaction rules it was written with, the tool
-specs, every interaction in the order it happened (model request + response,
-tool call + result envelope, simulated-user reply), the trajectory events,
-and the expected ending (terminal status and final reply).
+A cassette is the run's own record, the trace format v2 events
+(:mod:`tether.events`: ``run_started`` with the tool specs, every model
+request with what the model was sent, every decision, tool call and result,
+the simulated user's answers, ``run_finished``), validated through
+:data:`~tether.events.EVENT_ADAPTER`, plus what the record cannot say by
+itself: the environment (time zone, fixed "now", seed), the run's settings
+(system prompt, step cap, guard label, whether a simulated user answered),
+the versions (system-prompt hash, code version, tool-schema hash, model id),
+the canon it matches under, the redaction record and the expected ending.
 
-Files are UTF-8 JSON written with ``ensure_ascii=False`` and indentation, so
-Chinese text stays readable and diffs stay small. :meth:`Cassette.save`
-redacts (secrets removed, personal data pseudonymized) and then scans its own
-output; it refuses to write anything that still looks like a key.
+There is one recorder, the runtime's: record a run by running it
+(:func:`~tether.runtime.run_agent` or a :class:`~tether.runtime.RunSession`)
+and take :meth:`Cassette.from_run`. The players read the events back.
+
+Files are UTF-8 JSON written with ``ensure_ascii=False``, the header indented
+and one event per line, so Chinese text stays readable and diffs stay small.
+:meth:`Cassette.save` redacts (secrets removed, personal data pseudonymized)
+and then scans its own output; it refuses to write anything that still looks
+like a key.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CaseFileError, FileLocation, UsageError
-from ..events import EVENT_ADAPTER, Trajectory
-from ..messages import Decision, ToolSpec, Usage
+from ..events import (
+    AgentMessage,
+    Event,
+    ModelDecisionEvent,
+    ModelRequestEvent,
+    RunFinished,
+    RunStarted,
+    ToolCallEvent,
+    ToolResultEvent,
+    Trajectory,
+    UserMessage,
+)
+from ..messages import Message, ToolSpec
 from ..tools import Tool, ToolResult, ToolSet
 from .canonicalize import Canon
 from .redact import RedactionRecord, RedactionRules, Redactor, scan_for_secrets
 
 CASSETTE_FORMAT = "tether.cassette"
-CASSETTE_VERSION = 1
+CASSETTE_VERSION = 2
+
+# Results that never reached a tool: a guard or an approval answered, the runner
+# refused bad input, the side-effect ledger answered from an earlier call, a
+# replay answered a departing call (a recording of a failed replay).
+NOT_FROM_TOOLS = frozenset({"guard", "approval", "runner", "ledger", "replay"})
 
 
 class RecordMode(StrEnum):
@@ -40,7 +65,7 @@ class RecordMode(StrEnum):
 
     NONE = "none"                  # replay only: a missing cassette or an unmatched request fails
     ONCE = "once"                  # record when the file does not exist, else replay
-    NEW_EPISODES = "new_episodes"  # replay what matches, record the rest and append it
+    NEW_EPISODES = "new_episodes"  # replay what matches, send the rest live, write the new run
     ALL = "all"                    # always record, overwrite
 
 
@@ -52,17 +77,6 @@ def default_record_mode(environ: Mapping[str, str] = os.environ) -> RecordMode:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class HistoryTurn(_Strict):
-    role: str
-    content: str
-    question: bool = False
-
-
-class CassetteInput(_Strict):
-    message: str | None = None
-    history: list[HistoryTurn] = Field(default_factory=list)
 
 
 class Environment(_Strict):
@@ -86,55 +100,6 @@ class Versions(_Strict):
     tether: str = ""
 
 
-class RecordedResponse(_Strict):
-    decision: Decision
-    usage: Usage = Field(default_factory=Usage)
-
-
-class ModelInteraction(_Strict):
-    kind: Literal["model"] = "model"
-    step: int
-    request: dict[str, Any]       # canonical_request(): messages, tool names, tools_hash
-    request_hash: str = ""        # under the cassette's canon, for reading; recomputed when matching
-    response: RecordedResponse
-    episode: int = 1
-
-
-class RecordedResult(_Strict):
-    ok: bool
-    data: Any = None
-    error: str | None = None
-    error_type: str | None = None
-    source: str = "tool"
-
-    def envelope(self) -> dict[str, Any]:
-        """What the model saw (``source`` excluded), as compared by VerifyTools."""
-        return {"ok": self.ok, "data": self.data, "error": self.error, "error_type": self.error_type}
-
-    def to_result(self) -> ToolResult:
-        return ToolResult(ok=self.ok, data=self.data, error=self.error, error_type=self.error_type, source=self.source)
-
-
-class ToolInteraction(_Strict):
-    kind: Literal["tool"] = "tool"
-    step: int
-    tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    result: RecordedResult
-    episode: int = 1
-
-
-class UserInteraction(_Strict):
-    kind: Literal["user"] = "user"
-    step: int
-    question: str
-    reply: str | None             # None: the simulated user ended the conversation
-    episode: int = 1
-
-
-Interaction = Annotated[Union[ModelInteraction, ToolInteraction, UserInteraction], Field(discriminator="kind")]
-
-
 class Expected(_Strict):
     status: str
     reply: str = ""
@@ -143,71 +108,234 @@ class Expected(_Strict):
     tools: list[str] = Field(default_factory=list)   # tool order of the recorded run
 
 
+class HistoryTurn(_Strict):
+    role: str
+    content: str
+    question: bool = False
+
+
+class CassetteInput(_Strict):
+    """The conversation the run started from (a view of its first events)."""
+
+    message: str | None = None
+    history: list[HistoryTurn] = Field(default_factory=list)
+
+
+# -- what the players read: views over the events (not stored) ------------------------
+@dataclass(frozen=True)
+class RecordedRequest:
+    """An agent request with its full message list and the decision that answered it."""
+
+    request: ModelRequestEvent
+    messages: list[Message]
+    decision: ModelDecisionEvent
+
+    @property
+    def step(self) -> int:
+        return self.request.step
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """A tool call and the result the tools gave (results from guards, gates or the runner are not here)."""
+
+    call: ToolCallEvent
+    result: ToolResultEvent
+
+    @property
+    def step(self) -> int:
+        return self.call.step
+
+    @property
+    def tool(self) -> str:
+        return self.call.tool
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.call.arguments
+
+    def envelope(self) -> dict[str, Any]:
+        """What the model saw (``source`` excluded), as compared by VerifyTools."""
+        r = self.result
+        return {"ok": r.ok, "data": r.data, "error": r.error, "error_type": r.error_type}
+
+    def to_result(self) -> ToolResult:
+        r = self.result
+        return ToolResult(ok=r.ok, data=r.data, error=r.error, error_type=r.error_type, source=r.source)
+
+
+@dataclass(frozen=True)
+class RecordedReply:
+    """A question the agent asked and the simulated user's answer (None: the user said nothing more)."""
+
+    question: AgentMessage
+    reply: str | None
+
+    @property
+    def step(self) -> int:
+        return self.question.step or 0
+
+
 class Cassette(_Strict):
     format: Literal["tether.cassette"] = CASSETTE_FORMAT
     version: int = CASSETTE_VERSION
-    case_id: str | None = None
     recorded_at: str = ""
-    input: CassetteInput = Field(default_factory=CassetteInput)
     environment: Environment = Field(default_factory=Environment)
-    run: RunSettings = Field(default_factory=RunSettings)
+    settings: RunSettings = Field(default_factory=RunSettings)
     versions: Versions = Field(default_factory=Versions)
     canon: Canon = Field(default_factory=Canon)
     redaction: RedactionRecord | None = None     # None until written
-    tools: list[ToolSpec] = Field(default_factory=list)
-    interactions: list[Interaction] = Field(default_factory=list)
-    events: list[dict[str, Any]] = Field(default_factory=list)
     expected: Expected
+    events: list[Event] = Field(default_factory=list)
 
-    # -- views ------------------------------------------------------------
-    def model_interactions(self) -> list[ModelInteraction]:
-        return [i for i in self.interactions if isinstance(i, ModelInteraction)]
+    # -- building -----------------------------------------------------------------
+    @classmethod
+    def from_run(cls, run: Any, *, environment: Environment | None = None, config: Any = None,
+                 canon: Canon | None = None, simulated_user: bool | None = None,
+                 versions: Versions | None = None) -> "Cassette":
+        """A recorded run as a cassette (not yet redacted: :meth:`save` does that).
 
-    def tool_interactions(self) -> list[ToolInteraction]:
-        return [i for i in self.interactions if isinstance(i, ToolInteraction)]
+        ``run`` is a :class:`~tether.runtime.RunResult` or a
+        :class:`~tether.events.Trajectory` (a stored run: ``load_run(store, id)``).
+        ``config`` is the run's :class:`~tether.runtime.RunConfig` (system
+        prompt, step cap, guard label); without it they are read off the record.
+        """
+        from .record import code_version, local_timezone, prompt_hash, tether_version
+        from .canonicalize import tool_schema_hash
 
-    def user_interactions(self) -> list[UserInteraction]:
-        return [i for i in self.interactions if isinstance(i, UserInteraction)]
+        t: Trajectory = run.trajectory if hasattr(run, "trajectory") else run
+        started, finished = t.started, t.finished
+        if started is None or finished is None:
+            raise UsageError("a cassette records a finished run: the record needs run_started and run_finished")
+        prompt = config.system_prompt if config is not None else _system_prompt(t)
+        steps = config.max_steps if config is not None else (
+            finished.steps if finished.status == "step_limit" else max(30, finished.steps))
+        if simulated_user is None:
+            simulated_user = any(isinstance(e, UserMessage) and e.source == "simulator" for e in t) or \
+                finished.reason == "the simulated user ended the conversation"
+        return cls(
+            recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            environment=environment or Environment(timezone=local_timezone()),
+            settings=RunSettings(system_prompt=prompt, max_steps=steps,
+                                 guards=config.guards_label if config is not None else started.guards,
+                                 simulated_user=simulated_user),
+            versions=versions or Versions(prompt_hash=prompt_hash(prompt), code_version=code_version(),
+                                          tool_schema_hash=tool_schema_hash(started.tool_specs), model=started.model,
+                                          tether=tether_version()),
+            canon=canon or Canon(),
+            expected=Expected(status=str(finished.status), reply=finished.reply, steps=finished.steps,
+                              reason=finished.reason, tools=t.tool_order()),
+            events=list(t.events),
+        )
+
+    # -- views ----------------------------------------------------------------------
+    @property
+    def started(self) -> RunStarted | None:
+        first = self.events[0] if self.events else None
+        return first if isinstance(first, RunStarted) else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The recorded run's id (a replay runs under a new one)."""
+        return self.started.run_id if self.started else None
+
+    @property
+    def case_id(self) -> str | None:
+        return self.started.case_id if self.started else None
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        """The tool specs the model was offered (from ``run_started``)."""
+        return list(self.started.tool_specs) if self.started else []
+
+    @property
+    def input(self) -> CassetteInput:
+        """The user message and the prior history the run started from."""
+        message, history = None, []
+        for e in self.events:
+            if isinstance(e, UserMessage) and e.source == "input":
+                message = e.content
+            elif isinstance(e, UserMessage) and e.source == "history":
+                history.append(HistoryTurn(role="user", content=e.content))
+            elif isinstance(e, AgentMessage) and e.source == "history":
+                history.append(HistoryTurn(role="agent", content=e.content, question=e.kind == "question"))
+            elif isinstance(e, (ModelRequestEvent, RunFinished)):
+                break
+        return CassetteInput(message=message, history=history)
 
     def trajectory(self) -> Trajectory:
         """The recorded run's events."""
-        return Trajectory(EVENT_ADAPTER.validate_python(e) for e in self.events)
+        return Trajectory(self.events)
 
     def toolset(self) -> ToolSet:
         """Tools with the recorded specs and no implementation, for pure replay."""
         return ToolSet(Tool(s.name, s.description, s.parameters, None, side_effect=s.side_effect) for s in self.tools)
 
-    @property
-    def run_id(self) -> str | None:
-        first = self.events[0] if self.events else {}
-        return first.get("run_id") if first.get("type") == "run_started" else None
+    def recorded_requests(self) -> list[RecordedRequest]:
+        """The agent's requests that got a decision, with their full message lists, in order."""
+        full = {id(ev): msgs for ev, msgs in self.trajectory().requests(role="agent")}
+        out: list[RecordedRequest] = []
+        pending: ModelRequestEvent | None = None
+        for e in self.events:
+            if isinstance(e, ModelRequestEvent) and e.role == "agent":
+                pending = e
+            elif isinstance(e, ModelDecisionEvent) and e.role == "agent" and pending is not None:
+                out.append(RecordedRequest(pending, full[id(pending)], e))
+                pending = None
+        return out
 
-    # -- files --------------------------------------------------------------
+    def recorded_calls(self) -> list[RecordedCall]:
+        """Tool calls with the results the tools gave, in order."""
+        return [RecordedCall(c, r) for c, r in self.trajectory().calls_with_results()
+                if r is not None and r.source not in NOT_FROM_TOOLS]
+
+    def recorded_replies(self) -> list[RecordedReply]:
+        """The agent's questions with the simulated user's answers, in order."""
+        out: list[RecordedReply] = []
+        open_q: AgentMessage | None = None
+        for e in self.events:
+            if isinstance(e, AgentMessage) and e.kind == "question" and e.source == "model":
+                if open_q is not None:
+                    out.append(RecordedReply(open_q, None))
+                open_q = e
+            elif isinstance(e, UserMessage) and e.source == "simulator" and open_q is not None:
+                out.append(RecordedReply(open_q, e.content))
+                open_q = None
+            elif open_q is not None and (isinstance(e, RunFinished) or (
+                    isinstance(e, ModelRequestEvent) and e.role == "agent")):
+                out.append(RecordedReply(open_q, None))
+                open_q = None
+        if open_q is not None:
+            out.append(RecordedReply(open_q, None))
+        return out
+
+    # -- files ------------------------------------------------------------------------
     def redacted(self, rules: RedactionRules | None = None) -> "Cassette":
         """A copy with secrets removed and personal data pseudonymized.
 
-        Walk order is fixed (case id, input, environment, run, interactions,
-        events, expected) so numbering is reproducible; pseudonyms already in
+        The case id and the input are walked first (so a test's input redacts
+        to the same pseudonyms on its own), then the environment, the
+        settings, the expected ending and the events; pseudonyms already in
         the cassette are kept and numbering continues after them.
         """
         rules = rules or (self.redaction.rules() if self.redaction else RedactionRules())
         doc = self.model_dump(mode="json")
         redactor = Redactor(rules)
         redactor.learn({k: doc[k] for k in _REDACTED_SECTIONS})
+        redactor.redact(self.case_id)
+        redactor.redact(self.input.model_dump(mode="json"))
         for key in _REDACTED_SECTIONS:
-            doc[key] = redactor.redact(doc[key], skip_keys=("request_hash", "tools_hash"))
+            doc[key] = redactor.redact(doc[key], skip_keys=_NOT_REDACTED)
         doc["redaction"] = redactor.record().model_dump(mode="json")
-        out = Cassette.model_validate(doc)
-        for inter in out.model_interactions():
-            inter.request_hash = out.canon.hash(inter.request, "model_request")
-        return out
+        return Cassette.model_validate(doc)
 
     def to_json(self) -> str:
-        """The file text. Each model request stores only the messages added since
-        the previous request (``messages_before`` says how many it shares)."""
+        """The file text: the header indented, then one event per line."""
         doc = self.model_dump(mode="json")
-        _share_prefixes(doc["interactions"])
-        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+        events = doc.pop("events")
+        head = json.dumps(doc, ensure_ascii=False, indent=2)
+        lines = ",\n".join("    " + json.dumps(e, ensure_ascii=False) for e in events)
+        return head[:-2] + ',\n  "events": [\n' + lines + ("\n" if lines else "") + "  ]\n}\n"
 
     def save(self, path: str | os.PathLike[str], *, rules: RedactionRules | None = None) -> Path:
         """Redact, check, write atomically. Returns the path written."""
@@ -231,13 +359,14 @@ class Cassette(_Strict):
             raise CaseFileError([(FileLocation(path, exc.lineno, exc.colno), f"not JSON: {exc.msg}")]) from None
         if not isinstance(raw, dict) or raw.get("format") != CASSETTE_FORMAT:
             raise CaseFileError([(FileLocation(path, field="format"), f"not a tether cassette (format must be {CASSETTE_FORMAT!r})")])
-        if isinstance(raw.get("version"), int) and raw["version"] > CASSETTE_VERSION:
+        version = raw.get("version")
+        if isinstance(version, int) and version > CASSETTE_VERSION:
             raise CaseFileError([(FileLocation(path, field="version"),
-                                  f"cassette version {raw['version']} is newer than this tether ({CASSETTE_VERSION})")])
-        try:
-            _restore_prefixes(raw.get("interactions"))
-        except ValueError as exc:
-            raise CaseFileError([(FileLocation(path, field="interactions"), str(exc))]) from None
+                                  f"cassette version {version} is newer than this tether ({CASSETTE_VERSION})")])
+        if version == 1:
+            raise CaseFileError([(FileLocation(path, field="version"),
+                                  "cassette version 1 (interactions recorded beside the events) is no longer read; "
+                                  "re-record it: pytest --tether-record-mode=all, or CassetteSession(path, mode='all')")])
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
@@ -250,35 +379,16 @@ class Cassette(_Strict):
         return cls.from_json(path.read_text(encoding="utf-8"), path=str(path))
 
 
-def _share_prefixes(interactions: list[dict[str, Any]]) -> None:
-    previous: list[Any] = []
-    for inter in interactions:
-        if inter.get("kind") != "model":
-            continue
-        messages = inter["request"]["messages"]
-        k = 0
-        while k < min(len(previous), len(messages)) and previous[k] == messages[k]:
-            k += 1
-        if k:
-            inter["request"] = {"messages_before": k, **{**inter["request"], "messages": messages[k:]}}
-        previous = messages
+def _system_prompt(t: Trajectory) -> str | None:
+    requests = t.requests(role="agent")
+    if requests and requests[0][1] and requests[0][1][0].role == "system":
+        return requests[0][1][0].content
+    return None
 
 
-def _restore_prefixes(interactions: Any) -> None:
-    previous: list[Any] = []
-    for n, inter in enumerate(interactions if isinstance(interactions, list) else []):
-        if not isinstance(inter, dict) or inter.get("kind") != "model" or not isinstance(inter.get("request"), dict):
-            continue
-        request = inter["request"]
-        k = request.pop("messages_before", 0)
-        if not isinstance(k, int) or k > len(previous):
-            raise ValueError(f"interaction {n}: messages_before={k!r} but the previous request has "
-                             f"{len(previous)} message(s)")
-        request["messages"] = previous[:k] + list(request.get("messages", []))
-        previous = request["messages"]
-
-
-_REDACTED_SECTIONS = ("case_id", "input", "environment", "run", "interactions", "events", "expected")
+_REDACTED_SECTIONS = ("environment", "settings", "expected", "events")
+# Ids and hashes: they leak nothing, and the cassette's run id stays the stored run's.
+_NOT_REDACTED = ("run_id", "call_id", "request_hash", "tools_hash", "tool_specs")
 
 
 class CassetteNotFound(UsageError):
@@ -302,13 +412,11 @@ __all__ = [
     "Environment",
     "Expected",
     "HistoryTurn",
-    "ModelInteraction",
     "RecordMode",
-    "RecordedResponse",
-    "RecordedResult",
+    "RecordedCall",
+    "RecordedReply",
+    "RecordedRequest",
     "RunSettings",
-    "ToolInteraction",
-    "UserInteraction",
     "Versions",
     "default_record_mode",
 ]

@@ -10,7 +10,8 @@ Seed 004 section 8.3: a replay failure must say *what* differed, not just
     ├── ToolCallCountMismatch  calls beyond the recording, or recorded calls never made
     ├── ToolResultMismatch     a tool answered differently than recorded
     ├── TerminalStateMismatch  the run ended with another status
-    └── SemanticOutputMismatch the final reply fails its semantic checks
+    ├── SemanticOutputMismatch the final reply fails its semantic checks
+    └── UserReplyMismatch      the simulated user was asked more often, or something else
 
 Each carries ``step``, ``expected``, ``actual`` and a readable ``diff``; each
 is an ``AssertionError`` so pytest shows it as a test failure.
@@ -106,6 +107,12 @@ class SemanticOutputMismatch(Mismatch):
     kind = "SemanticOutput"
 
 
+class UserReplyMismatch(Mismatch):
+    """The agent asked the simulated user more often, or something else, than recorded."""
+
+    kind = "UserReply"
+
+
 __all__ = [
     "Mismatch",
     "ModelRequestMismatch",
@@ -115,5 +122,6 @@ __all__ = [
     "ToolCallCountMismatch",
     "ToolNameMismatch",
     "ToolResultMismatch",
+    "UserReplyMismatch",
     "readable_diff",
 ]

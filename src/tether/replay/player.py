@@ -1,25 +1,29 @@
-"""Players: serve a cassette back to a run and say exactly where it departs.
+"""Players: serve a cassette's events back to a run and say exactly where it departs.
 
-* :class:`ReplayModel` serves recorded decisions; it checks each request
-  against the recorded one under the cassette's canon.
-* :class:`ReplayTools` (a ToolLayer) serves recorded tool results; it checks
-  the tool name, the arguments and the number of calls.
+* :class:`ReplayModel` serves the recorded agent decisions; it checks each
+  request against the recorded one (the full message list rebuilt from the
+  ``model_request`` deltas) under the cassette's canon.
+* :class:`ReplayTools` (a ToolLayer) serves the results the tools gave
+  (``tool_call`` / ``tool_result`` pairs; results a guard, a gate or the runner
+  gave never reached a tool and are not served); it checks the tool name, the
+  arguments and the number of calls.
 * :class:`VerifyTools` (a ToolLayer) runs the live tools and compares each
   result with the recorded one.
-* :class:`ReplayUser` serves the simulated user's recorded replies.
+* :class:`ReplayUser` serves the simulated user's recorded answers (an
+  ``agent_message`` question, then a ``user_message`` from the simulator).
 
-``strict`` replay expects every interaction in recorded order and, at
-:meth:`Replayer.assert_complete`, fails on recorded interactions never
-played. ``loose`` replay matches model requests by canonical hash and tool
-calls by name and key arguments, in any order, and tolerates leftovers.
+``strict`` replay expects every recorded request and call in recorded order
+and, at :meth:`Replayer.assert_complete`, fails on those never played.
+``loose`` replay matches model requests by canonical hash and tool calls by
+name and key arguments (an index), in any order, and tolerates leftovers.
 
 The run loop turns a model's or a tool layer's exception into an ``error``
 ending, except misuse (:class:`~tether.errors.UsageError`) and
 :class:`~tether.errors.RunAborted` signals, which it records and re-raises.
 A mismatch is a RunAborted signal, so ``pytest.raises(ToolArgumentsMismatch)``
-works around ``run_agent``. A tool layer cannot raise through the tool seam, so it records
-the mismatch, answers with a ``replay_mismatch`` error result, and the next
-model request (or the final check) raises it.
+works around ``run_agent``. A tool layer cannot raise through the tool seam,
+so it records the mismatch, answers with a ``replay_mismatch`` error result,
+and the next model request (or the final check) raises it.
 """
 
 from __future__ import annotations
@@ -30,30 +34,25 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from ..events import Trajectory
-from ..messages import canonical_json
-from ..models import ModelRequest, ModelResponse
+from ..messages import Decision, canonical_json
+from ..models import Model, ModelRequest, ModelResponse
+from ..runtime.session import SimulatedUser
 from ..tools import CallNext, ToolResult
 from .canonicalize import Canon, canonical_request, describe_difference, normalize_text
-from .cassette import Cassette, ToolInteraction
+from .cassette import Cassette, RecordedCall
 from .mismatch import (
     Mismatch,
     ModelRequestMismatch,
-    ToolCallCountMismatch,
     ToolArgumentsMismatch,
+    ToolCallCountMismatch,
     ToolNameMismatch,
     ToolResultMismatch,
+    UserReplyMismatch,
 )
-from .record import Recorder
 from .redact import Redactor
 
 MatchMode = Literal["strict", "loose"]
 KeyArgs = Mapping[str, "Sequence[str] | Literal['all']"]
-
-
-class UserReplyMismatch(Mismatch):
-    """The agent asked the simulated user more often, or something else, than recorded."""
-
-    kind = "UserReply"
 
 
 def _plain(value: Any) -> Any:
@@ -62,7 +61,11 @@ def _plain(value: Any) -> Any:
 
 @dataclass
 class ReplayState:
-    """What the players share: the current step, what was played, what departed."""
+    """What the players share: the current step, what was played, what departed.
+
+    ``live_model`` / ``live_tools`` / ``live_user`` (record mode
+    ``new_episodes``): what the recording lacks is asked live instead of failing.
+    """
 
     step: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -71,7 +74,10 @@ class ReplayState:
     user_used: list[int] = field(default_factory=list)
     check_models: bool = True     # False when a live model answers instead of the recording
     check_users: bool = True
-    recorder: Recorder | None = None  # new_episodes: misses go live and are recorded here
+    live_model: Model | None = None
+    live_tools: bool = False
+    live_user: SimulatedUser | None = None
+    went_live: int = 0            # answers that came from the live model, tools or user
 
     def fail(self, m: Mismatch) -> Mismatch:
         self.mismatches.append(m)
@@ -83,21 +89,27 @@ class ReplayState:
 
     def set_step(self, step: int) -> None:
         self.step = step
-        if self.recorder is not None:
-            self.recorder.step = step
 
 
 class ReplayModel:
-    """Serves recorded decisions; a request the recording does not have fails."""
+    """Serves recorded decisions; a request the recording does not have fails.
+
+    With ``live`` (a scripted double, say) each request is still checked
+    against the recording, then ``live`` answers it instead of the recording:
+    a script that now decides otherwise departs at the step where it changed.
+    """
 
     def __init__(self, cassette: Cassette, *, match: MatchMode = "strict", canon: Canon | None = None,
-                 state: ReplayState | None = None):
+                 state: ReplayState | None = None, live: Model | None = None):
         self.cassette = cassette
         self.match = match
         self.canon = canon or cassette.canon
         self.state = state or ReplayState()
-        self.recorded = cassette.model_interactions()
-        self._keys = [self.canon.key(r.request, "model_request") for r in self.recorded]
+        self.live = live
+        self.recorded = cassette.recorded_requests()
+        self._specs = {s.name: s for s in cassette.tools}
+        self._docs: dict[int, dict[str, Any]] = {}
+        self._keys: dict[int, str] = {}
         self.name = cassette.versions.model or "replay"
         self.requests: list[ModelRequest] = []
 
@@ -106,34 +118,56 @@ class ReplayModel:
         how = "requests in recorded order" if self.match == "strict" else "requests matched by canonical hash, any order"
         return f"{self.match} replay, {how}; {self.canon.describe('model_request')}"
 
+    def recorded_request(self, index: int) -> dict[str, Any]:
+        """Recorded request ``index`` in canonical form (as :func:`canonical_request` makes it)."""
+        if index not in self._docs:
+            rec = self.recorded[index]
+            specs = [self._specs[n] for n in rec.request.tools if n in self._specs]
+            self._docs[index] = canonical_request(ModelRequest(messages=rec.messages, tools=specs))
+        return self._docs[index]
+
+    def _key(self, index: int) -> str:
+        if index not in self._keys:
+            self._keys[index] = self.canon.key(self.recorded_request(index), "model_request")
+        return self._keys[index]
+
+    def _same(self, index: int, live: dict[str, Any], live_key: str | None) -> bool:
+        """Recorded request ``index`` equals ``live`` under the canon (equal JSON is equal under any canon)."""
+        if canonical_json(self.recorded_request(index)) == canonical_json(live):
+            return True
+        return self._key(index) == (live_key or self.canon.key(live, "model_request"))
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         st = self.state
         st.set_step(request.step)
         st.raise_pending()
-        live = _plain(canonical_request(request))
+        live = canonical_request(request)          # plain JSON values, built afresh
         index, mismatch = self._find(request.step, live)
         if index is None:
-            if st.recorder is not None:      # new_episodes: ask the live model, record it
-                return await st.recorder.model.request(request)
+            if st.live_model is not None:      # new_episodes: the live model answers what the recording lacks
+                st.went_live += 1
+                return await st.live_model.request(request)
             raise (st.fail(mismatch or self._beyond(request.step, live, len(st.model_used))))
         st.model_used.append(index)
-        rec = self.recorded[index]
-        return ModelResponse(decision=rec.response.decision, usage=rec.response.usage)
+        if self.live is not None:
+            return await self.live.request(request)
+        d = self.recorded[index].decision
+        return ModelResponse(decision=Decision(kind=d.kind, tool_calls=d.tool_calls, text=d.text), usage=d.usage)
 
     def _find(self, step: int, live: dict[str, Any]) -> tuple[int | None, Mismatch | None]:
         used, n = self.state.model_used, len(self.recorded)
-        key = self.canon.key(live, "model_request")
         if self.match == "strict":
             pos = len(used)
             if pos >= n:
                 return None, self._beyond(step, live, pos)
-            if self._keys[pos] == key:
+            if self._same(pos, live, None):
                 return pos, None
             return None, self._differs(step, pos, live, f"model request {pos + 1} of {n}")
+        key = self.canon.key(live, "model_request")
         unused = [i for i in range(n) if i not in used]
         for i in unused:
-            if self._keys[i] == key:
+            if self._key(i) == key:
                 return i, None
         if not unused:
             return None, self._beyond(step, live, len(used))
@@ -148,7 +182,7 @@ class ReplayModel:
             detail=f"model request {pos + 1} at step {step} is beyond the recording ({n} recorded)", rule=self.rule)
 
     def _differs(self, step: int, index: int, live: dict[str, Any], where: str) -> Mismatch:
-        exp = self.canon.apply(self.recorded[index].request, "model_request")
+        exp = self.canon.apply(self.recorded_request(index), "model_request")
         act = self.canon.apply(live, "model_request")
         em, am = exp.get("messages", []), act.get("messages", [])
         for i in range(max(len(em), len(am))):
@@ -180,7 +214,7 @@ class ReplayTools:
         self.key_args = dict(key_args or {})
         self.canon = canon or cassette.canon
         self.state = state or ReplayState()
-        self.recorded: list[ToolInteraction] = cassette.tool_interactions()
+        self.recorded: list[RecordedCall] = cassette.recorded_calls()
         self._taken: set[int] = set(self.state.tool_used)
         self._indexes: dict[str, dict[str, list[int]]] = {}
 
@@ -196,8 +230,9 @@ class ReplayTools:
         st = self.state
         index, mismatch = self._find(name, _plain(arguments))
         if index is None or mismatch is not None:
-            if st.recorder is not None:      # new_episodes: call the live tool, record it
-                return await st.recorder.layer(name, arguments, call_next)
+            if st.live_tools:                # new_episodes: the live tools answer what the recording lacks
+                st.went_live += 1
+                return await call_next(name, arguments)
             m = st.fail(mismatch or ToolCallCountMismatch(st.step, len(self.recorded), len(st.tool_used) + 1))
             return ToolResult.failure(f"replay mismatch ({m.kind}) at step {m.step}: {m.detail}",
                                       "replay_mismatch", source="replay")
@@ -216,7 +251,7 @@ class ReplayTools:
         return self._indexes[name]
 
     async def _answer(self, index: int, name: str, arguments: dict[str, Any], call_next: CallNext) -> ToolResult:
-        return self.recorded[index].result.to_result()
+        return self.recorded[index].to_result()
 
     def _args(self, name: str, arguments: dict[str, Any], keys: Sequence[str] | str = "all") -> Any:
         args = self.canon.apply(arguments, "tool_arguments", name)
@@ -269,13 +304,16 @@ class VerifyTools(ReplayTools):
     """A ToolLayer that runs the live tools and compares each result with the recorded one.
 
     Under a cassette with pseudonyms, the live result is redacted with the
-    cassette's rules and pseudonym numbers are ignored on both sides.
+    cassette's rules and pseudonym numbers are ignored on both sides. When
+    the two agree, the run goes on with the recorded result (the
+    pseudonymized world the cassette's requests live in); when they differ,
+    with the live one, and the mismatch is raised at the next model request.
     """
 
     async def _answer(self, index: int, name: str, arguments: dict[str, Any], call_next: CallNext) -> ToolResult:
         live = await call_next(name, arguments)
         rec = self.recorded[index]
-        exp = self.canon.apply(rec.result.envelope(), "tool_result", name)
+        exp = self.canon.apply(rec.envelope(), "tool_result", name)
         act = self.canon.apply(_plain(live.for_model()), "tool_result", name)
         if self.cassette.redaction is not None:
             exp, act = self._comparable(exp), self._comparable(Redactor(self.cassette.redaction.rules()).redact(act))
@@ -287,7 +325,8 @@ class VerifyTools(ReplayTools):
                        f"(tool call {len(self.state.tool_used)}); {where}",
                 rule=f"live result vs recorded envelope {{ok, data, error, error_type}}; "
                      f"{self.canon.describe('tool_result', name)}"))
-        return live
+            return live
+        return rec.to_result()
 
     def _comparable(self, value: Any) -> Any:
         kinds = [*(["cnid", "email", "phone"] if self.cassette.redaction and self.cassette.redaction.pii else []),
@@ -303,7 +342,7 @@ class ReplayUser:
 
     def __init__(self, cassette: Cassette, *, match: MatchMode = "strict", canon: Canon | None = None,
                  state: ReplayState | None = None):
-        self.recorded = cassette.user_interactions()
+        self.recorded = cassette.recorded_replies()
         self.match = match
         self.canon = canon or cassette.canon
         self.state = state or ReplayState()
@@ -312,15 +351,19 @@ class ReplayUser:
         st, n = self.state, len(self.recorded)
         pos = len(st.user_used)
         rule = f"{self.match} replay of the simulated user's replies, in order"
+        if pos >= n and st.live_user is not None:      # new_episodes: the live simulated user answers
+            st.went_live += 1
+            return await st.live_user.reply(question, trajectory)
         if pos >= n:
             raise (st.fail(UserReplyMismatch(
                 st.step, f"(no question: the recording has {n} simulated-user reply(ies))", question, rule=rule,
                 detail=f"the agent asked the simulated user {pos + 1} time(s); the recording has {n}")))
         rec = self.recorded[pos]
         ws = self.canon.whitespace
-        if self.match == "strict" and normalize_text(rec.question, ws) != normalize_text(question, ws):
+        asked = rec.question.content
+        if self.match == "strict" and normalize_text(asked, ws) != normalize_text(question, ws):
             raise (st.fail(UserReplyMismatch(
-                st.step, rec.question, question, rule=rule,
+                st.step, asked, question, rule=rule,
                 detail=f"question {pos + 1} to the simulated user differs from the recording")))
         st.user_used.append(pos)
         return rec.reply

@@ -8,11 +8,13 @@
 :meth:`Replayer.run` raises the first mismatch: a departure during the run
 (model request, tool name, arguments, call count, tool result, user reply),
 then the ending (terminal status, semantic check of the reply), then, in
-strict mode, recorded interactions the run never played.
+strict mode, recorded requests, tool calls and replies the run never played.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any, Callable, Literal
 
 from ..errors import UsageError
@@ -20,24 +22,34 @@ from ..events import Trajectory
 from ..models import Model, ModelRequest, ModelResponse
 from ..runtime import RunConfig, RunResult, Turn, run_agent
 from ..runtime.runner import SimulatedUser
-from ..tools import ToolSet
+from ..tools import ToolLayer, ToolSet
 from .canonicalize import Canon
 from .cassette import Cassette
-from .mismatch import Mismatch, ModelRequestMismatch, TerminalStateMismatch, ToolCallCountMismatch
-from .player import (
-    KeyArgs,
-    MatchMode,
-    ReplayModel,
-    ReplayState,
-    ReplayTools,
-    ReplayUser,
+from .mismatch import (
+    Mismatch,
+    ModelRequestMismatch,
+    TerminalStateMismatch,
+    ToolCallCountMismatch,
     UserReplyMismatch,
-    VerifyTools,
 )
-from .record import Recorder, outermost
+from .player import KeyArgs, MatchMode, ReplayModel, ReplayState, ReplayTools, ReplayUser, VerifyTools
 from .semantic import Exact, SemanticCheck, check_reply
 
 Semantic = SemanticCheck | Callable[[str], "bool | str | None"] | Literal["auto"] | None
+
+
+def outermost(toolset: ToolSet, layer: ToolLayer) -> ToolSet:
+    """The same tools with ``layer`` in front of every existing layer."""
+    return ToolSet(toolset.tools.values(), [layer, *toolset.layers])
+
+
+def open_store(store: Any) -> Any:
+    """A store object as is; a path opens a :class:`~tether.store.SQLiteStore` there."""
+    if isinstance(store, (str, os.PathLike)):
+        from ..store import SQLiteStore
+
+        return SQLiteStore(store)
+    return store
 
 
 class _TrackedModel:
@@ -57,29 +69,41 @@ class _TrackedModel:
 class Replayer:
     """Players sharing one :class:`ReplayState`, plus ending and completeness checks.
 
-    ``match``: ``strict`` (recorded order, every interaction must be played)
-    or ``loose`` (model requests by canonical hash, tool calls by name and
-    ``key_args``, in any order; leftovers allowed unless ``require_all``).
-    ``canon`` overrides the cassette's canon. ``recorder`` (new_episodes):
-    misses go to the live model / tools and are recorded there.
+    ``match``: ``strict`` (recorded order, every request and call must be
+    played) or ``loose`` (model requests by canonical hash, tool calls by name
+    and ``key_args``, in any order; leftovers allowed unless ``require_all``).
+    ``canon`` overrides the cassette's canon. ``store`` (a store or a path):
+    the replay is written there. Every replay is a new run with its own id,
+    kind ``replay``, and ``meta["replay_of"]`` naming the recorded run.
     """
 
     def __init__(self, cassette: Cassette, *, match: MatchMode = "strict", key_args: KeyArgs | None = None,
-                 canon: Canon | None = None, require_all: bool | None = None, recorder: Recorder | None = None):
+                 canon: Canon | None = None, require_all: bool | None = None, store: Any = None,
+                 kind: str = "replay"):
         self.cassette = cassette
         self.match = match
         self.canon = canon or cassette.canon
         self.key_args = key_args
         self.require_all = match == "strict" if require_all is None else require_all
-        self.state = ReplayState(recorder=recorder)
+        self.store = open_store(store)
+        self.kind = kind
+        self.state = ReplayState()
         self.model = ReplayModel(cassette, match=match, canon=self.canon, state=self.state)
         self.layer = ReplayTools(cassette, match=match, key_args=key_args, canon=self.canon, state=self.state)
+        self._user = ReplayUser(cassette, match=match, canon=self.canon, state=self.state)
 
     # -- wiring --------------------------------------------------------------
     def tracked(self, model: Model) -> Model:
         """A live model in place of the recording (its requests are not compared)."""
         self.state.check_models = False
         return _TrackedModel(model, self.state)
+
+    def checked(self, model: Model) -> Model:
+        """``model`` answers in place of the recording, but each request is still
+        checked against the recorded one (for deterministic doubles: a changed
+        script departs at the step where it changed)."""
+        self.model.live = model
+        return self.model
 
     def toolset(self, tools: ToolSet | None = None) -> ToolSet:
         """``tools`` (or stubs with the recorded specs) answered from the recording."""
@@ -91,44 +115,64 @@ class Replayer:
         return outermost(tools, layer)
 
     def user(self) -> ReplayUser | None:
-        if not self.cassette.run.simulated_user:
-            return None
-        return ReplayUser(self.cassette, match=self.match, canon=self.canon, state=self.state)
+        """The recorded simulated user (None when no simulated user answered in the recording)."""
+        return self._user if self.cassette.settings.simulated_user else None
 
     def config(self) -> RunConfig:
-        """The recorded run's settings (system prompt, step cap, meta); no guards."""
-        started = self.cassette.events[0] if self.cassette.events else {}
-        run = self.cassette.run
-        return RunConfig(max_steps=run.max_steps, system_prompt=run.system_prompt, guards_label=run.guards,
-                         meta=dict(started.get("meta") or {}))
+        """The recorded run's settings (system prompt, step cap, meta); no guards; this replayer's store."""
+        started = self.cassette.started
+        s = self.cassette.settings
+        meta = {**(started.meta if started else {}), "replay_of": self.cassette.run_id}
+        return RunConfig(max_steps=s.max_steps, system_prompt=s.system_prompt, guards_label=s.guards, meta=meta,
+                         kind=self.kind, store=self.store)
+
+    def _with_defaults(self, config: RunConfig) -> RunConfig:
+        """A caller's config, marked as this replay's kind (naming the recorded run) on this replayer's store."""
+        changes: dict[str, Any] = {}
+        if config.kind == "run":
+            changes["kind"] = self.kind
+        if config.store is None and self.store is not None:
+            changes["store"] = self.store
+        if "replay_of" not in config.meta:
+            changes["meta"] = {**config.meta, "replay_of": self.cassette.run_id}
+        return dataclasses.replace(config, **changes) if changes else config
 
     # -- running --------------------------------------------------------------
     async def run(self, *, model: Model | None = None, tools: ToolSet | None = None, verify: bool = False,
                   user: SimulatedUser | None = None, config: RunConfig | None = None,
-                  semantic: Semantic = "auto") -> RunResult:
-        """Run the recorded input again and check everything; returns the replayed result.
+                  semantic: Semantic = "auto", run_id: str | None = None,
+                  check_requests: bool = False) -> RunResult:
+        """Run the recorded input again (a new run, a new id) and check everything; returns the replayed result.
 
+        ``model``: a live model answers instead of the recording; its requests
+        are compared with the recorded ones only with ``check_requests``.
         ``semantic``: a check of the final reply; ``"auto"`` is :class:`Exact`
-        when the model is replayed and nothing when a live model answers.
+        when requests are checked (the model replayed, or ``check_requests``)
+        and nothing when a live model answers unchecked.
         """
         c = self.cassette
         if verify and tools is None:
             raise UsageError("Replayer.run(verify=True) needs the live tools to re-run: pass tools=...")
-        the_model = self.model if model is None else self.tracked(model)
+        the_model = self.model if model is None else self.checked(model) if check_requests else self.tracked(model)
         toolset = self.verifying(tools) if verify and tools is not None else self.toolset(tools)
         if user is not None:
             self.state.check_users = False
-        started = c.events[0] if c.events else {}
+        started = c.started
         result = await run_agent(
             the_model, toolset, message=c.input.message,
             history=[Turn(h.role, h.content, h.question) for h in c.input.history],
-            user=user if user is not None else self.user(), config=config or self.config(), case_id=c.case_id,
-            run_id=c.run_id, trial=int(started.get("trial") or 0))
-        self.raise_pending()
+            user=user if user is not None else self.user(),
+            config=self._with_defaults(config) if config is not None else self.config(), case_id=c.case_id,
+            run_id=run_id, trial=started.trial if started else 0)
         if semantic == "auto":
-            semantic = Exact(c.expected.reply) if model is None else None
-        self.check_outcome(result, semantic=semantic)
-        self.assert_complete()
+            semantic = Exact(c.expected.reply) if model is None or check_requests else None
+        try:
+            self.raise_pending()
+            self.check_outcome(result, semantic=semantic)
+            self.assert_complete()
+        except Mismatch as exc:
+            exc.trajectory = result.trajectory  # type: ignore[attr-defined]
+            raise
         return result
 
     # -- checks ----------------------------------------------------------------
@@ -151,18 +195,21 @@ class Replayer:
             check_reply(semantic, result.reply, step=step)
 
     def unplayed(self) -> list[tuple[int, str, Any]]:
-        """Recorded interactions the run never played: (step, kind, interaction)."""
+        """Recorded requests, calls and replies the run never played: (step, kind, what)."""
         st, c = self.state, self.cassette
         out: list[tuple[int, str, Any]] = []
         if st.check_models:
-            out += [(r.step, "model", r) for i, r in enumerate(c.model_interactions()) if i not in st.model_used]
-        out += [(r.step, "tool", r) for i, r in enumerate(c.tool_interactions()) if i not in st.tool_used]
-        if st.check_users and c.run.simulated_user:
-            out += [(r.step, "user", r) for i, r in enumerate(c.user_interactions()) if i not in st.user_used]
+            used = set(st.model_used)
+            out += [(r.step, "model", r) for i, r in enumerate(self.model.recorded) if i not in used]
+        used = set(st.tool_used)
+        out += [(r.step, "tool", r) for i, r in enumerate(self.layer.recorded) if i not in used]
+        if st.check_users and c.settings.simulated_user:
+            used = set(st.user_used)
+            out += [(r.step, "user", r) for i, r in enumerate(self._user.recorded) if i not in used]
         return sorted(out, key=lambda x: (x[0], {"tool": 0, "user": 1, "model": 2}[x[1]]))
 
     def assert_complete(self) -> None:
-        """Fail on departures recorded so far, then (strict) on interactions never played."""
+        """Fail on departures recorded so far, then (strict) on recorded requests, calls or replies never played."""
         self.raise_pending()
         if not self.require_all:
             return
@@ -170,19 +217,19 @@ class Replayer:
         if not left:
             return
         step, kind, _ = left[0]
-        c, st = self.cassette, self.state
+        st = self.state
         same = [x for x in left if x[1] == kind]
-        rule = "strict replay: every recorded interaction must be played"
+        rule = "strict replay: every recorded request, tool call and reply must be played"
         if kind == "tool":
-            n = len(c.tool_interactions())
+            n = len(self.layer.recorded)
             names = ", ".join(f"{r.tool} at step {r.step}" for _, _, r in same[:5])
             raise ToolCallCountMismatch(step, n, len(st.tool_used), rule=rule,
                                         detail=f"{len(same)} recorded tool call(s) never made: {names}")
         if kind == "user":
-            n = len(c.user_interactions())
+            n = len(self._user.recorded)
             raise UserReplyMismatch(step, n, len(st.user_used), rule=rule,
                                     detail=f"{len(same)} recorded simulated-user reply(ies) never asked for")
-        n = len(c.model_interactions())
+        n = len(self.model.recorded)
         raise ModelRequestMismatch(step, n, len(st.model_used), rule=rule,
                                    detail=f"the run made {len(st.model_used)} model request(s), the recording has {n}; "
                                           f"first never made: step {step}")
@@ -197,9 +244,9 @@ class Replayer:
 async def replay_run(cassette: Cassette, *, match: MatchMode = "strict", key_args: KeyArgs | None = None,
                      model: Model | None = None, tools: ToolSet | None = None, verify: bool = False,
                      user: SimulatedUser | None = None, config: RunConfig | None = None,
-                     semantic: Semantic = "auto") -> RunResult:
+                     semantic: Semantic = "auto", store: Any = None) -> RunResult:
     """``Replayer(cassette, ...).run(...)`` in one call."""
-    return await Replayer(cassette, match=match, key_args=key_args).run(
+    return await Replayer(cassette, match=match, key_args=key_args, store=store).run(
         model=model, tools=tools, verify=verify, user=user, config=config, semantic=semantic)
 
 

@@ -1,6 +1,6 @@
 """A cassette file under a record mode: record the run, or replay it.
 
-    session = CassetteSession("cassettes/refund.json", mode="once")
+    session = CassetteSession("cassettes/refund.json", mode="once", store=".tether/tether.db")
     result = await session.run(model, tools, message="请帮我退掉订单 A100")
 
 ==============  ====================================================================
@@ -8,26 +8,36 @@ mode            what ``run`` does
 ==============  ====================================================================
 ``none``        replay; a missing file fails (:class:`CassetteNotFound`, naming it)
 ``once``        record when the file does not exist, else replay
-``new_episodes``  replay what matches (loose), send the rest to the live model and
-                tools, append those interactions to the file
+``new_episodes``  replay what matches (loose), send the rest to the live model,
+                tools and simulated user, and write the new run as the cassette
 ``all``         record and overwrite
 ==============  ====================================================================
 
 The default is ``none`` when the ``CI`` environment variable is set, else
-``once``. In replay the model you pass is not asked (its recorded decisions
-are served) unless ``live_model=True``; the tools you pass give the specs
-(so a changed schema is caught) but are not called unless ``verify=True``.
+``once``. In replay a scripted double you pass (ScriptedModel, FunctionModel,
+MappingModel) answers, and each of its requests is still checked against the
+recording, so a test whose script changed fails at the step where it departs;
+any other model is not asked (its recorded decisions are served) unless
+``live_model=True`` (then its requests are not compared). The tools you pass
+give the specs (so a changed schema is caught) but are not called unless
+``verify=True``.
 The run uses the cassette's (redacted) input; the input you pass must redact
 to the same text, else the test and its cassette have drifted apart.
+
+Every run, recorded or replayed, is a new run with its own id and kind
+``cassette``; with a ``store`` it is written there, and a recording's
+cassette holds the stored run's events.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import UsageError
+from ..errors import TetherError, UsageError
+from ..events import Trajectory
 from ..models import Model
 from ..runtime import RunConfig, RunResult, Turn, run_agent
 from ..runtime.runner import SimulatedUser
@@ -35,10 +45,17 @@ from ..tools import ToolSet
 from .canonicalize import Canon
 from .cassette import Cassette, CassetteNotFound, Environment, HistoryTurn, RecordMode, default_record_mode
 from .mismatch import ModelRequestMismatch
-from .player import KeyArgs, MatchMode, ReplayUser
-from .record import Recorder, record_run
+from .player import KeyArgs, MatchMode
+from .record import record_run, stored_events
 from .redact import RedactionRules, Redactor, redact_with
-from .replayer import Replayer, Semantic
+from .replayer import Replayer, Semantic, open_store
+
+
+def is_double(model: Model) -> bool:
+    """A scripted double: deterministic, offline, free to ask again in replay."""
+    from ..models.doubles import FunctionModel, MappingModel, ScriptedModel
+
+    return isinstance(model, (ScriptedModel, FunctionModel, MappingModel))
 
 
 class CassetteSession:
@@ -46,17 +63,25 @@ class CassetteSession:
 
     def __init__(self, path: str | os.PathLike[str], *, mode: RecordMode | str | None = None,
                  match: MatchMode = "strict", key_args: KeyArgs | None = None, canon: Canon | None = None,
-                 redaction: RedactionRules | Mapping[str, Any] | None = None):
+                 redaction: RedactionRules | Mapping[str, Any] | None = None, store: Any = None):
         self.path = Path(path)
         self.mode = RecordMode(mode) if mode else default_record_mode()
         self.match = match
         self.key_args = key_args
         self.canon = canon
         self.rules = redact_with(redaction)
+        self.store = open_store(store)
         self.result: RunResult | None = None
+        self.trajectory: Trajectory | None = None   # this session's run, also when a mismatch ended it
         self.recorded = False                   # this session wrote the file
         self.replaced_models: list[Model] = []  # models whose decisions came from the cassette instead
         self._replayer: Replayer | None = None
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of this session's run (recorded or replayed), once it ran (also when a mismatch ended it)."""
+        started = self.trajectory.started if self.trajectory is not None else None
+        return started.run_id if started is not None else None
 
     @property
     def will_record(self) -> bool:
@@ -71,41 +96,67 @@ class CassetteSession:
     def replayer(self) -> Replayer:
         """A Replayer on the file, for wiring players by hand; checked at :meth:`assert_complete`."""
         if self._replayer is None:
-            self._replayer = Replayer(self.load(), match=self.match, key_args=self.key_args, canon=self.canon)
+            self._replayer = self._new_replayer(self.load(), self.match)
         return self._replayer
 
+    def _new_replayer(self, cassette: Cassette, match: MatchMode) -> Replayer:
+        return Replayer(cassette, match=match, key_args=self.key_args, canon=self.canon, store=self.store,
+                        kind="cassette")
+
     def assert_complete(self) -> None:
-        """Strict replay: fail on departures and on recorded interactions never played."""
+        """Strict replay: fail on departures and on recorded requests, calls or replies never played."""
         if self._replayer is not None:
             self._replayer.assert_complete()
 
+    def _config(self, config: RunConfig, **meta: Any) -> RunConfig:
+        """The test's config, kind ``cassette``, on this session's store, ``meta`` added."""
+        return dataclasses.replace(config, kind="cassette" if config.kind == "run" else config.kind,
+                                   store=config.store if config.store is not None else self.store,
+                                   meta={**config.meta, **meta})
+
     async def run(self, model: Model, tools: ToolSet, *, message: str | None = None, history: Sequence[Turn] = (),
                   user: SimulatedUser | None = None, config: RunConfig = RunConfig(), case_id: str | None = None,
-                  environment: Environment | None = None, verify: bool = False, live_model: bool = False,
+                  environment: Environment | None = None, verify: bool = False, live_model: bool | None = None,
                   semantic: Semantic = "auto") -> RunResult:
-        if self.result is not None:
+        """Record or replay (see the module docstring); raises the first mismatch."""
+        if self.result is not None or self.trajectory is not None:
             raise UsageError(f"{self.path}: a cassette holds one run; use another cassette for a second run")
+        try:
+            self.result = await self._run(model, tools, message=message, history=history, user=user, config=config,
+                                          case_id=case_id, environment=environment, verify=verify,
+                                          live_model=live_model, semantic=semantic)
+        except TetherError as exc:
+            self.trajectory = getattr(exc, "trajectory", self.trajectory)
+            raise
+        self.trajectory = self.result.trajectory
+        return self.result
+
+    async def _run(self, model: Model, tools: ToolSet, *, message: str | None, history: Sequence[Turn],
+                   user: SimulatedUser | None, config: RunConfig, case_id: str | None,
+                   environment: Environment | None, verify: bool, live_model: bool | None,
+                   semantic: Semantic) -> RunResult:
         if self.mode == RecordMode.NONE and not self.path.exists():
             raise CassetteNotFound(self.path, self.mode)
         if self.will_record:
-            self.result, cassette = await record_run(model, tools, message=message, history=history, user=user,
-                                                     config=config, case_id=case_id, environment=environment,
-                                                     canon=self.canon or Canon())
+            result, cassette = await record_run(model, tools, message=message, history=history, user=user,
+                                                config=self._config(config), case_id=case_id,
+                                                environment=environment, canon=self.canon or Canon())
+            self.trajectory = result.trajectory
             cassette.save(self.path, rules=self.rules)
             self.recorded = True
-            return self.result
+            return result
         cassette = self.load()
         if self.mode == RecordMode.NEW_EPISODES:
-            self.result = await self._new_episodes(cassette, model, tools, message=message, history=history, user=user,
-                                                   config=config, case_id=case_id, environment=environment)
-            return self.result
+            return await self._new_episodes(cassette, model, tools, message=message, history=history, user=user,
+                                            config=config, case_id=case_id, environment=environment)
         self._check_input(cassette, case_id, message, history)
-        replayer = self._replayer = Replayer(cassette, match=self.match, key_args=self.key_args, canon=self.canon)
-        if not live_model:
+        replayer = self._replayer = self._new_replayer(cassette, self.match)
+        double = live_model is None and is_double(model)
+        if not (live_model or double):
             self.replaced_models.append(model)
-        self.result = await replayer.run(model=model if live_model else None, tools=tools, verify=verify,
-                                         config=config, semantic=semantic)
-        return self.result
+        return await replayer.run(model=model if live_model or double else None, tools=tools, verify=verify,
+                                  config=self._config(config, cassette=str(self.path), replay_of=cassette.run_id),
+                                  semantic=semantic, check_requests=double)
 
     def _check_input(self, cassette: Cassette, case_id: str | None, message: str | None,
                      history: Sequence[Turn]) -> None:
@@ -126,33 +177,22 @@ class CassetteSession:
     async def _new_episodes(self, cassette: Cassette, model: Model, tools: ToolSet, *, message: str | None,
                             history: Sequence[Turn], user: SimulatedUser | None, config: RunConfig,
                             case_id: str | None, environment: Environment | None) -> RunResult:
-        episode = max((i.episode for i in cassette.interactions), default=0) + 1
-        recorder = Recorder(model, tools, user=user, canon=cassette.canon, episode=episode)
-        replayer = Replayer(cassette, match="loose", key_args=self.key_args, canon=self.canon, recorder=recorder)
-        the_user = _EpisodeUser(ReplayUser(cassette, match="loose", state=replayer.state), recorder) if user else None
+        """Serve what the recording has (loose), ask the live model, tools and user for the rest;
+        when anything went live, the new run (its stored events) becomes the cassette."""
+        replayer = self._new_replayer(cassette, "loose")
+        st = replayer.state
+        st.live_model, st.live_tools, st.live_user = model, True, user
+        config = self._config(config, replay_of=cassette.run_id)
         result = await run_agent(replayer.model, replayer.toolset(tools), message=message, history=history,
-                                 user=the_user, config=config, case_id=case_id)
-        fresh = recorder.cassette(result, message=message, history=history, config=config, case_id=case_id,
-                                  environment=environment or cassette.environment)
-        merged = fresh.model_copy(update={"interactions": [*cassette.interactions, *recorder.interactions],
-                                          "canon": cassette.canon, "redaction": cassette.redaction})
-        merged.save(self.path, rules=cassette.redaction.rules() if cassette.redaction else self.rules)
-        self.recorded = bool(recorder.interactions)
+                                 user=replayer._user if user is not None else None, config=config, case_id=case_id)
+        if st.went_live:
+            fresh = Cassette.from_run(stored_events(result, config.store), config=config,
+                                      environment=environment or cassette.environment, canon=cassette.canon,
+                                      simulated_user=user is not None)
+            fresh = fresh.model_copy(update={"redaction": cassette.redaction})
+            fresh.save(self.path, rules=cassette.redaction.rules() if cassette.redaction else self.rules)
+            self.recorded = True
         return result
-
-
-class _EpisodeUser:
-    """Recorded replies while they last, then the live simulated user (recorded)."""
-
-    def __init__(self, replay: ReplayUser, recorder: Recorder):
-        self.replay = replay
-        self.recorder = recorder
-
-    async def reply(self, question: str, trajectory: Any) -> str | None:
-        if len(self.replay.state.user_used) < len(self.replay.recorded):
-            return await self.replay.reply(question, trajectory)
-        live = self.recorder.user
-        return None if live is None else await live.reply(question, trajectory)
 
 
 __all__ = ["CassetteSession"]

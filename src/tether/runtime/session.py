@@ -168,6 +168,9 @@ def _stale_lease(row: dict) -> bool:
     return False
 
 
+# Called with (session, event) for every event a session records (tether.report.otel's live export).
+EVENT_LISTENERS: list[Callable[["RunSession", Any], None]] = []
+
 _CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
 
 
@@ -257,7 +260,10 @@ class RunSession:
 
     def add(self, event):
         event.at_ms = round((self.clock() - self.t0) * 1000, 3)
-        return self.trajectory.append(event)
+        event = self.trajectory.append(event)
+        for listener in EVENT_LISTENERS:     # observers (live OpenTelemetry export); they must not raise
+            listener(self, event)
+        return event
 
     def flush(self) -> None:
         """Write events not yet in the store (one transaction)."""

@@ -8,6 +8,12 @@ Fixtures
     ``tether_cassette``  a :class:`~tether.replay.CassetteSession` bound to
         ``cassettes/<test module>/<test name>.json`` next to the test file,
         honouring the record mode. Strict replay leftovers fail at teardown.
+        Every run it makes, recorded or replayed, is a new run (kind
+        ``cassette``) written to ``tether_store``; a failing test's report
+        names the run (``tether runs show RUN``).
+    ``tether_store``     the store test runs are written to (one per test
+        session): ``$TETHER_STORE`` when set, else ``.tether/tether.db`` under
+        pytest's rootdir, the store ``tether runs`` reads by default.
     ``scripted_model``   ``scripted_model(decisions, name=...)`` makes a
         :class:`~tether.models.ScriptedModel`; a decision left unused fails the
         test at teardown, naming the step (unless a cassette replaced the model).
@@ -30,6 +36,7 @@ whole session unless a test opts in.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
@@ -40,9 +47,11 @@ from ..messages import Decision
 from ..models import ModelResponse, ScriptedModel, set_model_requests_allowed
 from ..replay.cassette import RecordMode, default_record_mode
 from ..replay.session import CassetteSession
+from ..store import SQLiteStore
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 _SESSIONS = pytest.StashKey[list[CassetteSession]]()
+_STORE_PATH = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +77,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
+    if report.failed:
+        runs = [f"  {s.run_id}  {s.path}" for s in item.stash.get(_SESSIONS, []) if s.run_id]
+        if runs and report.when in ("call", "teardown"):
+            where = item.stash.get(_STORE_PATH, "")
+            report.sections.append(("tether runs", f"runs of this test, in {where} "
+                                    f"(tether runs show RUN --store {where}):\n" + "\n".join(runs)))
     return report
 
 
@@ -112,15 +127,32 @@ def cassette_path(node: pytest.Item, name: str | None = None) -> Path:
     return base / module / (re.sub(r"[^\w.\-\[\]]+", "_", test) + ".json")
 
 
+def store_path(config: pytest.Config) -> Path:
+    """``$TETHER_STORE`` when set, else ``<rootdir>/.tether/tether.db``."""
+    env = os.environ.get("TETHER_STORE")
+    return Path(env) if env else Path(config.rootpath) / ".tether" / "tether.db"
+
+
+@pytest.fixture(scope="session")
+def tether_store(pytestconfig: pytest.Config) -> Iterator[SQLiteStore]:
+    """The store this test session's cassette runs are written to (see :func:`store_path`)."""
+    store = SQLiteStore(store_path(pytestconfig))
+    yield store
+    store.close()
+
+
 @pytest.fixture
-def tether_cassette(request: pytest.FixtureRequest, tether_record_mode: RecordMode) -> Iterator[CassetteSession]:
+def tether_cassette(request: pytest.FixtureRequest, tether_record_mode: RecordMode,
+                    tether_store: SQLiteStore) -> Iterator[CassetteSession]:
     """A cassette for this test: ``await tether_cassette.run(model, tools, message=...)``."""
     marker = request.node.get_closest_marker("tether_cassette")
     kwargs = dict(marker.kwargs) if marker else {}
     name = kwargs.pop("name", None) or (marker.args[0] if marker and marker.args else None)
     kwargs.pop("mode", None)
-    session = CassetteSession(cassette_path(request.node, name), mode=tether_record_mode, **kwargs)
+    session = CassetteSession(cassette_path(request.node, name), mode=tether_record_mode, store=tether_store,
+                              **kwargs)
     request.node.stash.setdefault(_SESSIONS, []).append(session)
+    request.node.stash[_STORE_PATH] = str(tether_store.path)
     yield session
     if _call_passed(request.node) and session.match == "strict":
         session.assert_complete()

@@ -1,0 +1,149 @@
+"""``tether view``: the store's runs and evals as web pages, on 127.0.0.1.
+
+Routes: ``/`` (evals, runs with filters, run metrics), ``/eval/ID`` (the
+eval's report: the same pages as ``tether report``), ``/run/ID`` (one run's
+transcript), ``/diff?run=A&run=B`` (two runs side by side). Read-only; the
+standard library's threading HTTP server, bound to loopback only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ...errors import UsageError
+from .. import metrics
+from .render import NAV_REPORT, render_index, render_report, render_run, render_trajectory_diff
+
+NAV = [("/", "Runs")]
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Viewer:
+    """Renders pages from one store."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self._reports: dict[tuple[str, float], str] = {}
+        self._lock = threading.Lock()
+
+    def index(self, query: dict[str, str]) -> str:
+        runs = self.store.list_runs(10**9, model=query.get("model") or None, case_id=query.get("case") or None,
+                                    kind=query.get("kind") or None, eval_id=query.get("eval") or None)
+        q = query.get("q", "").strip().lower()
+        if q:
+            runs = [r for r in runs if any(q in str(r[k] or "").lower() or fnmatch.fnmatch(str(r[k] or "").lower(), q)
+                                           for k in ("run_id", "case_id", "model", "status", "eval_id"))]
+        stats = metrics.compute(self.store, runs)
+        evals = [e | {"when": _when(e["created"]), "has_results": e["status"] == "finished"}
+                 for e in self.store.list_evals(200)]
+        shown = [r | {"when": _when(r["updated"])} for r in runs[:500]]
+        return render_index(evals=evals, runs=shown, stats=stats, store=str(self.store.path), nav=NAV,
+                            query={k: v for k, v in query.items() if v})
+
+    def eval_report(self, eval_id: str) -> str:
+        from ...evals.results import Results
+        from .data import build_report
+
+        found = self.store.get_eval(eval_id)
+        if found is None or not found.get("results"):
+            raise LookupError(f"no finished eval {eval_id!r} in {self.store.path}")
+        key = (eval_id, found["updated"])
+        with self._lock:
+            if key not in self._reports:
+                results = Results.model_validate(found["results"])
+                report = build_report(results, store=self.store)
+                checkpoints = {v.run_id: self._checkpoints(v.run_id) for v in report.trials.values() if v.run_id}
+                self._reports[key] = render_report(report, source=f"store {self.store.path}",
+                                                   nav=NAV + NAV_REPORT, checkpoints=checkpoints)
+            return self._reports[key]
+
+    def _checkpoints(self, run_id: str) -> dict | None:
+        n = self.store.checkpoint_count(run_id)
+        if not n:
+            return None
+        last = self.store.latest_checkpoint(run_id)
+        return {"count": n, "last": {"step": last["step"], "phase": last["phase"]} if last else None}
+
+    def run(self, run_id: str) -> str:
+        from ...store.export import load_run
+
+        try:
+            t = load_run(self.store, run_id)
+        except UsageError as exc:
+            raise LookupError(str(exc)) from None
+        row = self.store.get_run(run_id)
+        crumb = None
+        if row and row.get("eval_id"):
+            crumb = f'<a href="/">runs</a> › <a href="/eval/{row["eval_id"]}">eval {row["eval_id"]}</a> › run'
+        from markupsafe import Markup, escape
+        return render_run(t, nav=NAV, checkpoints=self._checkpoints(run_id),
+                          crumb=Markup(crumb) if crumb else Markup('<a href="/">runs</a> › ') + escape(run_id))
+
+    def diff(self, run_ids: list[str]) -> str:
+        from ...store.export import load_run
+
+        if len(run_ids) != 2:
+            raise LookupError("tick exactly two runs to diff (/diff?run=A&run=B)")
+        try:
+            a, b = (load_run(self.store, r) for r in run_ids)
+        except UsageError as exc:
+            raise LookupError(str(exc)) from None
+        return render_trajectory_diff(a, b, nav=NAV)
+
+
+def make_server(store: Any, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    viewer = Viewer(store)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:   # quiet
+            return None
+
+        def do_GET(self) -> None:   # noqa: N802
+            parts = urlsplit(self.path)
+            path = unquote(parts.path)
+            query = parse_qs(parts.query)
+            try:
+                if path in ("/", "/index.html"):
+                    body = viewer.index({k: v[0] for k, v in query.items()})
+                elif path.startswith("/eval/"):
+                    body = viewer.eval_report(path[len("/eval/"):])
+                elif path.startswith("/run/"):
+                    body = viewer.run(path[len("/run/"):])
+                elif path == "/diff":
+                    body = viewer.diff(query.get("run", []))
+                elif path == "/favicon.ico":
+                    self.send_response(204)
+                    self.end_headers()
+                    return
+                else:
+                    raise LookupError(f"no page {path}")
+                self._send(200, body)
+            except LookupError as exc:
+                self._send(404, _message_page("not found", str(exc)))
+
+        def _send(self, status: int, body: str) -> None:
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
+                                                        "script-src 'unsafe-inline'; img-src data:; form-action 'self'")
+            self.end_headers()
+            self.wfile.write(data)
+
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+def _message_page(title: str, text: str) -> str:
+    from html import escape
+    return (f'<!doctype html><html lang="en"><meta charset="utf-8"><title>{escape(title)}</title>'
+            f'<body style="font-family:system-ui,sans-serif;padding:20px"><h1>{escape(title)}</h1>'
+            f'<p>{escape(text)}</p><p><a href="/">all runs</a></p></body></html>')

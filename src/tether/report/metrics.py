@@ -1,0 +1,129 @@
+"""Run metrics over the store (seed 002 section 10.2): completion, steps,
+loop triggers, invented completions, human intervention, cost.
+
+Every number is over the *finished, non-error* runs that match the filters
+(a run that ended ``error`` failed for reasons outside the agent: an
+unreachable model, a harness bug; it is counted in ``errors`` and left out of
+every rate and mean; a run still ``running`` is counted in ``running``).
+docs/report.md defines each key:
+
+* ``completion_rate``: runs whose status is ``completed``, ``submitted`` or
+  ``succeeded`` (the agent ended the task itself) / runs;
+* ``steps_mean`` / ``steps_p95``: model steps per run (``run_finished.steps``);
+  the 95th percentile by the nearest-rank method (the smallest value with at
+  least 95 % of runs at or below it);
+* ``loop_trigger_rate``: runs with at least one loop-guard trip (hint, block or
+  stop) / runs;
+* ``invented_completion_rate``: runs that ended ``invented_completion`` or in
+  which the result guard's claim check tripped (``result.invented_completion``,
+  ``result.invented_id``) / runs;
+* ``hitl_rate``: runs in which an approval was requested or that ended
+  ``needs_human`` / runs;
+* ``cost_mean``: the agent's own model cost per run (``run_finished.usage.cost``;
+  judge, simulated-user and drift-check requests are not the agent's cost).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from typing import Any, Iterable
+
+from ..errors import UsageError
+
+COMPLETION_STATUSES = frozenset({"completed", "submitted", "succeeded"})
+CLAIM_CHECK_RULES = frozenset({"result.invented_completion", "result.invented_id"})
+KEYS = ("completion_rate", "steps_mean", "steps_p95", "loop_trigger_rate", "invented_completion_rate",
+        "hitl_rate", "cost_mean")
+
+
+def p95(values: list[float]) -> float | None:
+    """Nearest-rank 95th percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def run_facts(run: dict, events: Iterable[dict]) -> dict[str, Any]:
+    """What the metrics need from one stored run (its row and its events)."""
+    facts = {"status": run["status"], "steps": 0, "cost": 0.0, "tokens": 0, "loop": False, "invented": False,
+             "hitl": run["status"] == "needs_human"}
+    for e in events:
+        kind = e.get("type")
+        if kind == "guard_tripped":
+            if e.get("guard") == "loop":
+                facts["loop"] = True
+            if e.get("rule") in CLAIM_CHECK_RULES:
+                facts["invented"] = True
+        elif kind == "approval" and e.get("action") == "requested":
+            facts["hitl"] = True
+        elif kind == "run_finished":       # the last one counts (a resumed run finishes again)
+            usage = e.get("usage") or {}
+            facts["steps"] = int(e.get("steps") or 0)
+            facts["cost"] = float(usage.get("cost") or 0.0)
+            facts["tokens"] = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+    if run["status"] == "invented_completion":
+        facts["invented"] = True
+    return facts
+
+
+def parse_since(text: str | None, *, now: float | None = None) -> float | None:
+    """``7d``, ``12h``, ``30m`` (ago) or an ISO date / datetime -> a UNIX time."""
+    if not text:
+        return None
+    now = dt.datetime.now().timestamp() if now is None else now
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", text)
+    if m:
+        return now - float(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]
+    try:
+        return dt.datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise UsageError(f"--since {text!r}: give a duration (7d, 12h, 30m) or a date (2026-01-31)") from None
+
+
+def select_runs(store: Any, *, since: float | None = None, model: str | None = None, case: str | None = None,
+                kind: str | None = None, eval_id: str | None = None) -> list[dict]:
+    runs = store.list_runs(10**9, model=model, case_id=case, kind=kind, eval_id=eval_id)
+    return [r for r in runs if since is None or r["created"] >= since]
+
+
+def compute(store: Any, runs: list[dict] | None = None, **filters: Any) -> dict[str, Any]:
+    """The run metrics of ``runs`` (default: the store's runs matching ``filters``)."""
+    runs = select_runs(store, **filters) if runs is None else runs
+    facts = [run_facts(r, store.events(r["run_id"])) for r in runs if r["status"] not in ("running", "error")]
+    return summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
+                     running=sum(1 for r in runs if r["status"] == "running"))
+
+
+def summarize(facts: list[dict[str, Any]], *, errors: int = 0, running: int = 0) -> dict[str, Any]:
+    n = len(facts)
+
+    def rate(key: str) -> float | None:
+        return round(sum(1 for f in facts if f[key]) / n, 4) if n else None
+
+    def mean(key: str, digits: int = 4) -> float | None:
+        return round(sum(f[key] for f in facts) / n, digits) if n else None
+
+    return {
+        "completion_rate": round(sum(1 for f in facts if f["status"] in COMPLETION_STATUSES) / n, 4) if n else None,
+        "steps_mean": mean("steps"),
+        "steps_p95": p95([f["steps"] for f in facts]),
+        "loop_trigger_rate": rate("loop"),
+        "invented_completion_rate": rate("invented"),
+        "hitl_rate": rate("hitl"),
+        "cost_mean": mean("cost", 6),
+        "tokens_mean": mean("tokens", 1),
+        "runs": n,
+        "errors": errors,
+        "running": running,
+        "statuses": dict(sorted(_count(f["status"] for f in facts).items())),
+    }
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
