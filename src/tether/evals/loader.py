@@ -191,7 +191,7 @@ def case_files(source: str | Path) -> list[Path]:
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
     if path.is_file():
         return [path]
-    raise UsageError(f"no suite named {source!r} and no such file or directory "
+    raise UsageError(f"no suite named '{source}' and no such file or directory "
                      f"(registered suites: {', '.join(builtin_suites()) or '(none)'})")
 
 

@@ -64,7 +64,7 @@ def render_summary(results: Results, console: Console) -> None:
         table.add_row(_label(run, results), *[_rate_cell(run.dimensions.get(d)) for d in dims])
     console.print(table)
     console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
-    console.print("  P pass · F fail · U unclear (a gap in the seed's criteria) · "
+    console.print("  P pass · F fail · U unclear (between a case's pass and fail ranges) · "
                   "J unjudged (needs the judge; never counted as a pass)"
                   + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""), style="dim")
     for run in results.runs:
