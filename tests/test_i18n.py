@@ -119,3 +119,21 @@ def test_the_shipped_schema_lists_the_language_key():
     from tether.schemas import shipped
 
     assert '"zh"' in yaml.safe_dump(shipped("case.schema.json")["properties"]["language"], default_style='"')
+
+
+@pytest.mark.parametrize("lang,labels,cause", [
+    ("en", ("failure type", "root cause", "fix suggestion"), "gave up after 0 recovery strategies"),
+    ("zh", ("失败类型", "根本原因", "修复建议"), "第一次失败后只尝试了 0 种恢复策略就结束"),
+])
+def test_failure_attribution_labels_follow_lang(lang, labels, cause, tmp_path):
+    args = ["eval", "c4", "--model", "policy:quitter", "--case", "C4-PA-01", "--json", str(tmp_path / "r.json")]
+    out = CliRunner().invoke(app, [*args, "--lang", lang])
+    assert out.exit_code == 0, out.output
+    for label in labels:
+        assert label in out.output
+    assert cause in out.output
+    import json
+
+    [attribution] = [t["attribution"] for r in json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["runs"]
+                     for c in r["cases"] for t in c["trials"] if t.get("attribution")]
+    assert set(attribution["translations"]) == {"en", "zh"}            # the document keeps both

@@ -140,18 +140,26 @@ def render_errors(results: Results, console: Console) -> int:
     return total
 
 
-def render_attributions(run: ModelRunResult, console: Console) -> None:
+ATTRIBUTION_LABELS = {
+    "en": ("failure type", "manifestation", "root cause", "fix suggestion"),
+    "zh": ("失败类型", "具体表现", "根本原因", "修复建议"),
+}
+
+
+def render_attributions(run: ModelRunResult, console: Console, lang: str = "en") -> None:
+    """Failure attributions, labelled (and, where tether wrote them, worded) in ``lang``: en or zh."""
     rows = [t.attribution for c in run.cases for t in c.trials if t.attribution]
     if not rows:
         return
+    kind, shows, cause, fix = ATTRIBUTION_LABELS.get(lang, ATTRIBUTION_LABELS["en"])
     console.print(Text(f"failure attribution · {run.model} · guards {run.guards}", style="bold"))
     for a in rows:
         console.print(
             Text.assemble(
-                (f"  {a.case_id}", "bold"), f" trial {a.trial} · 失败类型 ", (a.failure_type, "red"), "\n",
-                f"    具体表现: {a.manifestation}\n",
-                f"    根本原因: {a.root_cause}\n",
-                f"    修复建议: {a.fix_suggestion}",
+                (f"  {a.case_id}", "bold"), f" trial {a.trial} · {kind} ", (a.failure_type, "red"), "\n",
+                f"    {shows}: {a.manifestation}\n",
+                f"    {cause}: {a.text('root_cause', lang)}\n",
+                f"    {fix}: {a.text('fix_suggestion', lang)}",
             ),
-            highlight=False,
+            highlight=False, soft_wrap=True,
         )
