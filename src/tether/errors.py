@@ -12,7 +12,8 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── UnmappedRequest        a mapping model got a request it has no answer for
     │   ├── UnusedMappings         ... or ended with answers nobody asked for
     │   ├── CassetteNotFound       replay-only mode and no cassette on disk
-    │   └── RunBusy                another process is driving that run (it holds the run's lease)
+    │   ├── RunBusy                another process is driving that run (it holds the run's lease)
+    │   └── RunMissing             a results file's run is not in the store, or not the run it pinned (evals/stored.py)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   └── ModelFailure           the model seam raised or answered garbage
     │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
