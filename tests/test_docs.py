@@ -302,7 +302,9 @@ REPORTS: dict[str, Report] = {}
 def test_every_block_runs(page, request):
     report = run_page(page, slow=False)
     REPORTS[page] = report
-    request.config.stash.setdefault(DOCS_REPORT, {})[page] = report.text()
+    if not hasattr(request.config, "docs_blocks_report"):      # printed at the end by tests/conftest.py
+        request.config.docs_blocks_report = {}
+    request.config.docs_blocks_report[page] = report.text()
     print(report.text())
 
 
@@ -319,9 +321,6 @@ def test_markers_are_well_formed():
             assert MARKER.fullmatch(m.group(0)), f"{page}: unknown docs-test marker {m.group(0)}"
             if m.group(0).split(":", 1)[1].strip().startswith("skip"):
                 assert "(" in m.group(0), f"{page}: a skip needs a reason in parentheses: {m.group(0)}"
-
-
-DOCS_REPORT = pytest.StashKey[dict]()
 
 
 if __name__ == "__main__":          # python tests/test_docs.py [PAGE ...]: the table, without pytest's capture
