@@ -186,3 +186,12 @@ def test_agent_refs_that_do_not_resolve_are_usage_errors(tmp_path):
                        (f"{tmp_path / 'bad.py'}:make", "neither an agent")):
         res = runner.invoke(app, ["eval", "c4", "--agent", ref, "--store", str(tmp_path / "t.db")])
         assert res.exit_code == 2 and words in res.output, (ref, res.output)
+
+
+def test_unjudged_headline_rates_show_the_automatic_rate_not_n_a(results):
+    output, doc, _ = results
+    steady = next(r for r in doc["runs"] if r["model"] == "policy:steady")
+    assert steady["dimensions"]["DR"]["rate"] is None and steady["dimensions"]["DR"]["auto_rate"] == 1.0
+    summary = output.split("failure modes")[0]
+    assert "n/a" not in summary
+    assert "unjudged" in summary and "auto 100%" in summary and "[" in summary     # Wilson intervals shown

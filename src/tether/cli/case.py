@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import CaseFileError, UsageError
-from ..evals import case_json_schema, load_case, load_suite
-from ..evals.loader import case_files, find_case_file
-from ..evals.templates import new_case_text, tools_reference
+from ..evals.case_index import case_files, summaries
 from ._common import console, user_errors
 
 app = typer.Typer(
@@ -49,17 +46,18 @@ def _err(text: str) -> None:
 @app.command("list", help="List the cases of a suite.\n\nExample:  tether case list   |   tether case list ./my-cases")
 def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or a directory")] = "c4") -> None:
     with user_errors():
-        cases = load_suite(suite)
+        cases = summaries(suite)
     if not console.is_terminal:        # piped or redirected: one tab-separated line per case, nothing cut
-        _out("\n".join("\t".join([c.id, c.dimension, c.difficulty, c.title, ",".join(c.tools),
-                                  f"{len(c.auto_criteria)} auto, {len(c.judge_criteria)} judge"]) for c in cases))
+        _out("\n".join("\t".join([c.id, c.dimension, c.difficulty, c.title, ",".join(c.tools), c.criteria])
+                        for c in cases))
         return
+    from rich.table import Table
+
     table = Table(title=f"{suite}: {len(cases)} cases")
     for col in ("id", "dim", "difficulty", "title", "tools", "criteria"):
         table.add_column(col, overflow="fold")
     for c in cases:
-        crit = f"{len(c.auto_criteria)} auto, {len(c.judge_criteria)} judge"
-        table.add_row(c.id, c.dimension, c.difficulty, c.title, ", ".join(c.tools), crit)
+        table.add_row(c.id, c.dimension, c.difficulty, c.title, ", ".join(c.tools), c.criteria)
     console.print(table)
 
 
@@ -71,6 +69,8 @@ def show_case(
     case_id: Annotated[str, typer.Argument(help="case id, e.g. C4-LD-01")],
     suite: Annotated[str, typer.Option(help="built-in suite name or a directory")] = "c4",
 ) -> None:
+    from ..evals.loader import find_case_file
+
     with user_errors():
         _, path = find_case_file(case_id, suite)
         _out(path.read_text(encoding="utf-8"))
@@ -82,6 +82,8 @@ def show_case(
     "the exit code is 1 when any file is invalid.\n\n"
     "Example:  tether case validate my-case.yaml other.yaml ./my-cases"))
 def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")]) -> None:
+    from ..evals.loader import load_case
+
     bad = 0
     checked = 0
     for source in files:
@@ -108,6 +110,8 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
 
 @app.command("schema", help="Print the case JSON Schema.\n\nExample:  tether case schema > case.schema.json")
 def schema() -> None:
+    from ..evals.case import case_json_schema
+
     _out(json.dumps(case_json_schema(), ensure_ascii=False, indent=2))
 
 
@@ -120,6 +124,8 @@ def new_case(
     name: Annotated[str, typer.Argument(help="the case name; the file is NAME.yaml")],
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
+    from ..evals.templates import new_case_text
+
     with user_errors():
         path = Path(name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
         if path.exists() and not force:
@@ -136,6 +142,8 @@ def tools(
     world: Annotated[Optional[str], typer.Option(help="a registered world (default: every world)")] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="as the Markdown section of docs/cases.md")] = False,
 ) -> None:
+    from ..evals.templates import tools_reference
+
     with user_errors():
         _out(tools_reference(world, markdown=markdown))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -50,6 +51,12 @@ Examples:
   tether eval c4 --agent my_agents.py:make_agent --json mine.json   # your own agent
 
   tether eval ./my-cases --model policy:steady --case 'MY-*' --store runs.db
+
+  tether eval --resume ev-20261130-ab12cd   # finish an interrupted eval (Ctrl-C, a killed process)
+
+  tether eval c4 --model policy:steady --trials 5 --executor ray   # trials as Ray tasks (tether\\[ray])
+
+  tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --max-connections 1 --timeout 300
 """
 
 EXIT_ERRORS = 4
@@ -76,37 +83,65 @@ def eval_command(
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
     lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
     otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
+    executor: Annotated[str, typer.Option(help="where trials run: local (this process) or ray (Ray tasks; pip install 'tether\\[ray]')")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster to join (default: start a local Ray instance)")] = None,
+    resume: Annotated[Optional[str], typer.Option(help="continue this interrupted eval (its suite, models, guards, trials and options come from the store); finished trials are kept", metavar="EVAL_ID")] = None,
+    max_connections: Annotated[Optional[int], typer.Option(min=1, help="requests in flight at once per provider model (default 16; 1 for a server on this machine)")] = None,
+    timeout: Annotated[Optional[float], typer.Option(min=0.1, help="seconds one provider request may take on the wire (default 60; waiting for a connection slot not counted)")] = None,
 ) -> None:
     models = model or ([] if agent else CALIBRATION)
     agents = agent or []
+    case_ids: list[str] | None = None
     with user_errors():
         from ..report.otel import enable_live
         enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
+        db, store_label = open_store(store)
+        if resume:
+            from ..evals.resume import stored_eval
+
+            stored = stored_eval(db, resume)
+            opts = {**_options_of(stored), "executor": executor, "ray_address": ray_address}
+            suite, models, agents = opts["suite"], opts["models"], opts["agents"]
+            trials, guards, sweep = opts["trials"], opts["guards"], opts["sweep"]
+            max_steps, simulator, case_ids = opts["max_steps"], opts["simulator"], opts["cases"]
+            judge, judge_samples = opts.get("judge"), opts.get("judge_samples") or 1
+            max_connections, timeout = opts.get("max_connections"), opts.get("timeout")
+            concurrency = opts.get("concurrency") or concurrency
         cases = load_suite(suite)
-        if case:
+        if case_ids is not None:
+            cases = [c for c in cases if c.id in set(case_ids)]
+        elif case:
             cases = [c for c in cases if any(fnmatch.fnmatch(c.id, pat) for pat in case)]
             if not cases:
                 err_console.print(f"no case matches {case}")
                 raise typer.Exit(2)
         from ..models import resolve_model
+        from ..models.registry import with_limits
+        limits = {k: v for k, v in (("max_connections", max_connections), ("timeout", timeout)) if v is not None}
         for m in models:
-            resolve_model(m)   # fail fast on an unknown spec
+            with_limits(resolve_model(m), **limits)   # fail fast on an unknown spec or a limit it cannot take
         for a in agents:
             resolve_agent(a)
-        db, store_label = open_store(store)
-        eval_id = new_eval_id()
+        eval_id = resume or new_eval_id()
         stacks = {spec: guard_stack(spec) for spec in (guards or ["off"])}
         if sweep:
             from ..evals.sweep import parse_sweep, sweep_stacks
             stacks = sweep_stacks(*parse_sweep(sweep), base=guards[0] if guards else "on")
+        options = {"suite": suite, "models": models, "agents": agents, "trials": trials, "guards": guards,
+                   "sweep": sweep, "max_steps": max_steps, "simulator": simulator, "cases": [c.id for c in cases],
+                   "judge": judge, "judge_samples": judge_samples, "max_connections": max_connections,
+                   "timeout": timeout, "concurrency": concurrency}
         config = EvalConfig(trials=trials, concurrency=concurrency, export_dir=out, max_steps=max_steps,
-                            guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id)
+                            guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id,
+                            executor=executor, ray_address=ray_address, model_limits=limits, options=options,
+                            resume=resume is not None)
         judging = None
         if judge:
             from ..evals.judge import Judge
 
             judging = Judge(resolve_model(judge), samples=judge_samples)
-        console.print(f"eval {eval_id} · store {store_label}", highlight=False, soft_wrap=True)
+        console.print(f"eval {eval_id} · store {store_label}" + (f" · executor {executor}" if executor != "local" else ""),
+                      highlight=False, soft_wrap=True)
         total = (len(models) + len(agents)) * len(cases) * trials * len(config.guard_stacks)
         suite_name = suite if suite == "c4" else Path(suite).name
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -117,6 +152,11 @@ def eval_command(
             def tick(label: str, case_id: str, trial: int, tr) -> None:
                 progress.advance(task)
 
+            def resumed(plan) -> None:
+                progress.console.print(f"resuming {plan.eval_id}: {plan.describe()}", highlight=False, soft_wrap=True)
+                progress.advance(task, len(plan.kept))
+
+            config = replace(config, on_resume=resumed)
             results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick, agents=agents))
         results = results.model_copy(update={"store": store_label})
         if judging is not None:
@@ -160,6 +200,22 @@ def eval_command(
         raise typer.Exit(EXIT_ERRORS)
     if fail_under is not None:
         _check_fail_under(results, fail_under)
+
+
+def _options_of(stored: dict) -> dict:
+    """The options an eval was started with (tether eval --resume), from its stored config."""
+    config = stored.get("config") or {}
+    opts = dict(config.get("options") or {})
+    opts.setdefault("suite", stored.get("suite") or "c4")
+    opts.setdefault("models", config.get("models", config.get("subjects", [])))
+    opts.setdefault("agents", config.get("agents", []))
+    opts.setdefault("trials", config.get("trials", 1))
+    opts.setdefault("guards", config.get("guards"))
+    opts.setdefault("sweep", None)
+    opts.setdefault("max_steps", config.get("max_steps"))
+    opts.setdefault("simulator", config.get("simulator", "scripted"))
+    opts.setdefault("cases", config.get("cases"))
+    return opts
 
 
 def _check_fail_under(results: Results, threshold: float) -> None:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .policies import ChangePolicy, Violation
-from .results import CaseDiff, ResultsDiff, TrialDiff, VerdictChange
+from .results import CaseDiff, PairedComparison, ResultsDiff, TrialDiff, VerdictChange
 from .parts import MetricChange, TrajectoryDiff
 
 MAX_STEP_LINES = 8
@@ -145,7 +145,8 @@ def render_summary(d: ResultsDiff, console: Console) -> None:
         console.print(f"  pass@1 (mean over cases, trials {s.trials[0]} vs {s.trials[1]}): "
                       f"{_pct(b)} -> {_pct(n)}", highlight=False)
     for dim in d.dimensions:
-        text = Text(f"  {dim.dimension} {dim.name} ({dim.better} is better): {_pct(dim.base)} -> {_pct(dim.new)}")
+        text = Text(f"  {dim.dimension} {dim.name} ({dim.better} is better): "
+                    f"{_rate(dim.base, dim.base_auto)} -> {_rate(dim.new, dim.new_auto)}")
         if dim.assessment != "neutral":
             text.append(f" ({dim.assessment})", style=_KIND_STYLE[dim.assessment])
         text.append(f" · auto {_pct(dim.base_auto)} -> {_pct(dim.new_auto)}", style="dim")
@@ -158,11 +159,42 @@ def render_summary(d: ResultsDiff, console: Console) -> None:
             text.append(" · auto " if case.verdict.kind != "same" else "auto ", style="dim")
             text.append_text(_verdict(case.auto_verdict))
         console.print(text, highlight=False)
+    for p in d.paired:
+        render_paired(p, console)
     for label, ids in (("only in base", d.only_in_base), ("only in new", d.only_in_new)):
         if ids:
             console.print(f"  {label}: {', '.join(ids)}", highlight=False)
     for note in d.notes:
         console.print(Text(f"  note: {note}", style="yellow"), highlight=False)
+
+
+def render_paired(p: PairedComparison, console: Console) -> None:
+    """The paired test in plain words: verdict, the numbers behind it, the flipped
+    cases both ways, what was left out, and what n a difference would need."""
+    head = Text(f"  paired test ({p.basis}s, {p.cases} case{'s' if p.cases != 1 else ''}): ")
+    style = {"better": "bold green", "worse": "bold red"}.get(p.verdict, "yellow")
+    head.append(p.verdict, style=style)
+    if p.cases:
+        head.append(f" · pass rate {_pct(p.base_rate)} -> {_pct(p.new_rate)}")
+        if p.p_value is not None:
+            test = "exact McNemar" if p.method == "exact McNemar" else "exact sign test over cases"
+            head.append(f" · {test} p = {p.p_value:.3g}", style="dim")
+        if p.interval is not None:
+            head.append(f" · paired bootstrap 95% interval of the change "
+                        f"[{p.interval[0] * 100:+.0f}, {p.interval[1] * 100:+.0f}] points", style="dim")
+    console.print(head, highlight=False, soft_wrap=True)
+    for label, ids, st in (("better", p.better, "green"), ("worse", p.worse, "red")):
+        body = Text(f"    {label} in new ({len(ids)}): ")
+        body.append(", ".join(ids) or "none", style=st if ids else "dim")
+        console.print(body, highlight=False, soft_wrap=True)
+    if p.left_out:
+        console.print(Text(f"    left out, unjudged or error on a side ({len(p.left_out)}): {', '.join(p.left_out)}",
+                           style="dim"), highlight=False, soft_wrap=True)
+    if p.needed:
+        console.print(Text(f"    a difference this size would need about {p.needed} paired cases to detect "
+                           "(alpha 0.05, power 0.8)", style="dim"), highlight=False, soft_wrap=True)
+    elif p.verdict not in ("better", "worse") and p.cases and not p.better and not p.worse:
+        console.print(Text("    no case changed", style="dim"), highlight=False)
 
 
 def render_violations(policy: ChangePolicy, violations: list[Violation], console: Console) -> None:
@@ -228,6 +260,11 @@ def _clip(line: str, width: int) -> str:
             break
         out.append(ch)
     return "".join(out) + "..."
+
+
+def _rate(rate: float | None, auto: float | None) -> str:
+    """A dimension rate; "unjudged" when no case is decided but automatic verdicts exist."""
+    return "unjudged" if rate is None and auto is not None else _pct(rate)
 
 
 def _pct(v: float | None) -> str:

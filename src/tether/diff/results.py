@@ -6,6 +6,10 @@ two runs, read from the store (or a baseline's copy) and checked against the
 digests the results pinned. A trial whose run is missing or does not match is
 still compared on what the results document holds: terminal status, counters
 and criteria; the diff says which run and how to make it available.
+
+Over all the compared cases, a paired comparison (:class:`PairedComparison`)
+says whether the change in pass rate is more than noise, on the case verdicts
+and on the automatic verdicts.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, Field, computed_field
 
 from ..errors import CaseFileError, UsageError
-from ..evals.results import Counters, ModelRunResult, Results, TrialResult
+from ..evals.results import CaseResult, Counters, ModelRunResult, Results, TrialResult
 from .loading import ResultsFile, load_input, load_results, select_run
 from .parts import MetricChange, TerminalDiff, TrajectoryDiff
 from .trajectory import diff_terminal, diff_trajectories
 
-__all__ = ["CaseDiff", "ResultsDiff", "ResultsFile", "TrialDiff", "diff_results", "load_input", "load_results"]
+__all__ = ["CaseDiff", "PairedComparison", "ResultsDiff", "ResultsFile", "TrialDiff", "diff_results", "load_input",
+           "load_results", "paired_comparison"]
 
 VerdictKind = Literal["same", "improved", "regressed", "changed"]
 _RANK = {"fail": 0, "unclear": 1, "pass": 2}   # unjudged is not ranked: no judge has spoken
@@ -121,6 +126,31 @@ class DiffStats(BaseModel):
     pass_at_1: tuple[float | None, float | None] = (None, None)   # mean over the compared cases
 
 
+class PairedComparison(BaseModel):
+    """Is the change in pass rate over the same cases more than noise?
+
+    ``basis``: the case verdicts (judge and human included), or the automatic
+    verdicts only. A case takes part when it is decided on both sides; one
+    unjudged (or errored) on either side is listed in ``left_out``, never
+    counted as a fail. One trial per case on both sides: the exact McNemar test
+    on the cases that flipped. More: the same exact test on the direction each
+    case's pass rate moved, and a paired bootstrap of the mean difference in
+    per-case pass rate (seeded, 95 %) that must agree with it."""
+
+    basis: Literal["verdict", "automatic verdict"]
+    method: Literal["exact McNemar", "paired bootstrap"]
+    cases: int = 0                                         # paired cases
+    better: list[str] = Field(default_factory=list)        # failed (or lower pass rate) in base, better in new
+    worse: list[str] = Field(default_factory=list)
+    left_out: list[str] = Field(default_factory=list)      # unjudged or error on a side
+    base_rate: float | None = None                         # mean pass rate over the paired cases
+    new_rate: float | None = None
+    p_value: float | None = None                           # McNemar
+    interval: tuple[float, float] | None = None            # bootstrap 95 % interval of new - base
+    verdict: str = "no detectable change at this n"        # better | worse | no detectable change at this n
+    needed: int | None = None                              # paired cases a difference this size would need
+
+
 class ResultsDiff(BaseModel):
     base_label: str
     new_label: str
@@ -130,6 +160,7 @@ class ResultsDiff(BaseModel):
     only_in_base: list[str] = Field(default_factory=list)
     only_in_new: list[str] = Field(default_factory=list)
     stats: DiffStats = Field(default_factory=DiffStats)
+    paired: list[PairedComparison] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -186,9 +217,58 @@ def diff_results(base: Results | ResultsFile, new: Results | ResultsFile, *,
         pass_at_1=(_mean([c.pass_at_1[0] for c in compared if c.pass_at_1[0] is not None]),
                    _mean([c.pass_at_1[1] for c in compared if c.pass_at_1[1] is not None])),
     )
+    pairs = [(b_cases[c.case_id], n_cases[c.case_id]) for c in sorted(compared, key=lambda c: c.case_id)]
+    out.paired = [p for p in (paired_comparison(pairs, basis="verdict"),
+                              paired_comparison(pairs, basis="automatic verdict")) if p is not None]
     missing = sum(1 for c in compared for t in c.trials if t.trajectory is None)
     if missing:
         out.notes.append(f"{missing} trial(s) compared without their runs (counters, criteria and status only)")
+    return out
+
+
+def _rate(case: CaseResult, basis: str) -> float | None:
+    """The case's pass rate on ``basis`` over its decided trials (None: none is
+    decided: unjudged or error). From the trials, so older documents work too."""
+    field = "verdict" if basis == "verdict" else "auto_verdict"
+    decided = [getattr(t, field) for t in case.trials if t.scored and getattr(t, field) != "unjudged"]
+    return sum(1 for v in decided if v == "pass") / len(decided) if decided else None
+
+
+def paired_comparison(pairs: Sequence[tuple[CaseResult, CaseResult]], *, basis: str,
+                      alpha: float = 0.05) -> PairedComparison | None:
+    """The paired test over the cases decided on both sides (None when no case is
+    decided on either side on this basis)."""
+    from ..evals.stats import mcnemar_exact, paired_bootstrap, trials_needed
+
+    rates = [(b.case_id, _rate(b, basis), _rate(n, basis), b, n) for b, n in pairs]
+    if all(rb is None and rn is None for _, rb, rn, _, _ in rates):
+        return None
+    decided = [(cid, rb, rn) for cid, rb, rn, _, _ in rates if rb is not None and rn is not None]
+    left_out = [cid for cid, rb, rn, _, _ in rates if rb is None or rn is None]
+    several = any(len(b.trials) > 1 or len(n.trials) > 1 for b, n in pairs)
+    out = PairedComparison(basis=basis, method="paired bootstrap" if several else "exact McNemar",  # type: ignore[arg-type]
+                           cases=len(decided), left_out=left_out,
+                           better=[cid for cid, rb, rn in decided if rn > rb],
+                           worse=[cid for cid, rb, rn in decided if rn < rb])
+    if not decided:
+        return out
+    out.base_rate = round(sum(rb for _, rb, _ in decided) / len(decided), 4)
+    out.new_rate = round(sum(rn for _, _, rn in decided) / len(decided), 4)
+    # The exact McNemar test on the cases that changed (with several trials per
+    # case: the sign test on the direction each case's pass rate moved); with
+    # several trials the bootstrap interval of the mean change must agree (it
+    # alone is overconfident over a handful of cases).
+    out.p_value = round(mcnemar_exact(len(out.better), len(out.worse)), 6)
+    significant = out.p_value < alpha
+    up = len(out.better) > len(out.worse)
+    if several:
+        ci = paired_bootstrap([rb for _, rb, _ in decided], [rn for _, _, rn in decided])
+        out.interval = (round(ci.low, 4), round(ci.high, 4))
+        significant = significant and (ci.low > 0 if up else ci.high < 0)
+    if significant:
+        out.verdict = "better" if up else "worse"
+    else:
+        out.needed = trials_needed(len(decided), len(out.better), len(out.worse), alpha=alpha)
     return out
 
 

@@ -1,28 +1,43 @@
-"""Evaluation: case schema, loading, scoring, running suites, metrics."""
+"""Evaluation: case schema, loading, scoring, running suites, metrics.
 
-from .case import Case, Dimension, case_json_schema
-from .loader import case_files, load_case, load_case_text, load_suite
-from .results import Results
-from .runner import REFERENCE_SYSTEM_PROMPT, EvalConfig, run_suite, run_trial
-from .scoring import CriterionResult, TrialScore, Verdict, score_trajectory
-from .simulator import ScriptedUser
+Names are imported on first use (PEP 562): ``tether.evals.case_index`` and the
+CLI's listing commands load without pydantic models or the runner.
+"""
 
-__all__ = [
-    "REFERENCE_SYSTEM_PROMPT",
-    "Case",
-    "CriterionResult",
-    "Dimension",
-    "EvalConfig",
-    "Results",
-    "ScriptedUser",
-    "TrialScore",
-    "Verdict",
-    "case_files",
-    "case_json_schema",
-    "load_case",
-    "load_case_text",
-    "load_suite",
-    "run_suite",
-    "run_trial",
-    "score_trajectory",
-]
+from importlib import import_module
+from typing import Any
+
+_PUBLIC = {
+    "REFERENCE_SYSTEM_PROMPT": ".runner",
+    "Case": ".case",
+    "CriterionResult": ".scoring",
+    "Dimension": ".case",
+    "EvalConfig": ".runner",
+    "Results": ".results",
+    "ScriptedUser": ".simulator",
+    "TrialScore": ".scoring",
+    "Verdict": ".scoring",
+    "case_files": ".loader",
+    "case_json_schema": ".case",
+    "load_case": ".loader",
+    "load_case_text": ".loader",
+    "load_suite": ".loader",
+    "run_suite": ".runner",
+    "run_trial": ".runner",
+    "score_trajectory": ".scoring",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

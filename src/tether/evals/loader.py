@@ -18,14 +18,8 @@ from pydantic import ValidationError
 from ..errors import CaseFileError, FileLocation, UsageError
 from .case import Case
 from .case_errors import data_loc, friendly, shown
+from .case_index import builtin_suites, case_files  # noqa: F401 (their home is case_index; imported from here too)
 from .case_yaml import key_node, location, node_at, parse
-
-
-def builtin_suites() -> list[str]:
-    """Suites registered through the ``tether.suites`` entry points (c4 is one)."""
-    from ..plugins import suites
-
-    return sorted(suites())
 
 
 def load_case_text(text: str, path: str = "<case>") -> Case:
@@ -177,22 +171,6 @@ def read_utf8(path: str | Path, what: str = "file") -> str:
 
 def load_case(path: str | Path) -> Case:
     return load_case_text(read_utf8(path, "case file"), str(path))
-
-
-def case_files(source: str | Path) -> list[Path]:
-    """YAML files of a suite: a registered suite name, a directory, or one file."""
-    from ..plugins import suites
-
-    if isinstance(source, str) and source in suites():
-        root = suites()[source].cases
-        return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml")))
-    path = Path(source)
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-    if path.is_file():
-        return [path]
-    raise UsageError(f"no suite named '{source}' and no such file or directory "
-                     f"(registered suites: {', '.join(builtin_suites()) or '(none)'})")
 
 
 def suite_name(source: str | Path) -> str:

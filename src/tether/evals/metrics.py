@@ -1,4 +1,4 @@
-"""Counters, per-dimension rates, pass^k and failure attribution."""
+"""Counters, per-dimension rates with Wilson intervals, pass@k / pass^k (unbiased) and failure attribution."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ..events import Trajectory
 from .case import Case
 from .results import Attribution, CaseResult, Counters, DimensionMetrics, FailureMode, TrialResult
 from .scoring import TrialScore, Verdict, combine, strategy_kinds, unsuccessful
+from .stats import pass_at_k, pass_hat_k, wilson
 
 def dimension_info(suite: str, dimension: str) -> tuple[str, str]:
     """(display name, which way is better) of a dimension, as its suite declares it."""
@@ -130,20 +131,30 @@ def scored_trials(trials: list[TrialResult]) -> list[TrialResult]:
 def case_result(case: Case, trials: list[TrialResult]) -> CaseResult:
     """Verdict and pass rates over the scored trials (all trials are still listed).
     A case whose every trial errored is ``error``; one whose every trial is a
-    simulator fault is ``unjudged``; neither has a pass rate."""
+    simulator fault is ``unjudged``; neither has a pass rate. Rates count the
+    decided trials only (verdict pass / fail / unclear): an unjudged trial is
+    not a failure, and a case with no decided trial has no rate (never 0 %)."""
     scored = scored_trials(trials)
-    k = len(scored)
-    passes = sum(1 for tr in scored if tr.verdict == Verdict.PASS)
-    if k:
+    if scored:
         verdict, auto = combine(tr.verdict for tr in scored), combine(tr.auto_verdict for tr in scored)
     elif trials and all(tr.errored for tr in trials):
         verdict = auto = Verdict.ERROR
     else:
         verdict = auto = Verdict.UNJUDGED
+    decided = [tr for tr in scored if tr.verdict != Verdict.UNJUDGED]
+    n, c = len(decided), sum(1 for tr in decided if tr.verdict == Verdict.PASS)
+    auto_decided = [tr for tr in scored if tr.auto_verdict != Verdict.UNJUDGED]
+    auto_c = sum(1 for tr in auto_decided if tr.auto_verdict == Verdict.PASS)
+    ci = wilson(c, n)
     return CaseResult(
         case_id=case.id, title=case.title, dimension=case.dimension, verdict=verdict, auto_verdict=auto,
-        pass_at_1=round(passes / k, 4) if k else None,
-        pass_hat_k=(1.0 if passes == k else 0.0) if k else None,
+        pass_at_1=round(c / n, 4) if n else None,
+        pass_hat_k=round(pass_hat_k(n, c, n), 4) if n else None,
+        decided=n, passed=c,
+        pass_at_k={k: round(pass_at_k(n, c, k), 4) for k in range(1, n + 1)} if n else None,
+        pass_hat={k: round(pass_hat_k(n, c, k), 4) for k in range(1, n + 1)} if n else None,
+        interval=(round(ci.low, 4), round(ci.high, 4)) if ci else None,
+        auto_pass_at_1=round(auto_c / len(auto_decided), 4) if auto_decided else None,
         trials=trials,
     )
 
@@ -170,6 +181,7 @@ def dimension_metrics(cases: list[tuple[Case, CaseResult]]) -> dict[str, Dimensi
         out[dim] = DimensionMetrics(
             name=name, better=better,
             rate=_rate(counts, better), auto_rate=_rate(autos, better), cases=len(results),
+            interval=_interval(counts, better), auto_interval=_interval(autos, better),
             passed=counts[Verdict.PASS], failed=counts[Verdict.FAIL],
             unclear=counts[Verdict.UNCLEAR], unjudged=counts[Verdict.UNJUDGED], simulator_faults=faults[dim],
             errors=errors[dim],
@@ -183,6 +195,13 @@ def _rate(counts: dict[Verdict, int], better: str) -> float | None:
         return None
     hit = counts[Verdict.FAIL] if better == "lower" else counts[Verdict.PASS]
     return round(hit / decided, 4)
+
+
+def _interval(counts: dict[Verdict, int], better: str) -> tuple[float, float] | None:
+    """The Wilson 95 % interval of :func:`_rate` (None when nothing is decided)."""
+    decided = counts[Verdict.PASS] + counts[Verdict.FAIL]
+    ci = wilson(counts[Verdict.FAIL] if better == "lower" else counts[Verdict.PASS], decided)
+    return (round(ci.low, 4), round(ci.high, 4)) if ci else None
 
 
 def failure_modes(results: list[CaseResult]) -> dict[str, FailureMode]:

@@ -9,6 +9,8 @@ Shape (format ``tether.results``, version 2)::
                "failure_modes": {"loop": {"count": 3, "rate": 0.25}, ...},
                "errors": 0, "error_trials": [...], "judged": {...}, "judge": null, ...,
                "cases": [{"case_id": "C4-LD-01", "verdict": "pass", "pass_at_1": 1.0, "pass_hat_k": 1.0,
+                          "decided": 1, "passed": 1, "pass_at_k": {"1": 1.0}, "pass_hat": {"1": 1.0},
+                          "interval": [0.21, 1.0], "auto_pass_at_1": 1.0,
                           "trials": [{"verdict": "pass", "status": "completed", "run_id": "ev-...-t0",
                                       "digest": "<sha256 of the run's events>",
                                       "criteria": [{"id": "...", "kind": "auto", "verdict": "pass"}]}]}]}]}
@@ -129,8 +131,18 @@ class CaseResult(BaseModel):
     dimension: str
     verdict: Verdict             # over the scored trials; "error" when every trial errored
     auto_verdict: Verdict
-    pass_at_1: float | None      # share of scored trials that passed (None: no scored trial)
-    pass_hat_k: float | None     # 1.0 when all k scored trials passed (pass^k; None: no scored trial)
+    # Pass rates over the decided trials (scored, verdict not unjudged): None when there
+    # is none (every trial errored, or nothing is decided yet: the case is unjudged, never 0%).
+    pass_at_1: float | None      # share of the decided trials that passed
+    pass_hat_k: float | None     # pass^k at k = the decided trials: 1.0 when all of them passed
+    decided: int = 0             # n: scored trials with a verdict (pass / fail / unclear)
+    passed: int = 0              # c: of those, passed
+    # The unbiased estimators over the n decided trials, for k = 1..n (keys are k):
+    # pass@k, the chance that at least one of k trials passes; pass^k, that all k pass.
+    pass_at_k: dict[int, float] | None = None
+    pass_hat: dict[int, float] | None = None
+    interval: tuple[float, float] | None = None   # Wilson 95 % interval of pass_at_1
+    auto_pass_at_1: float | None = None           # the same over automatic verdicts
     trials: list[TrialResult]
     simulator_faults: int = 0    # trials left out of the verdict and rates (derived from trials)
     errors: int = 0              # trials whose run or judge failed (derived from trials)
@@ -147,6 +159,8 @@ class DimensionMetrics(BaseModel):
     better: Literal["higher", "lower"]
     rate: float | None           # LD/DR/AR: passed / decided; PA: failed / decided (premature abandonment)
     auto_rate: float | None      # the same over automatic verdicts only
+    interval: tuple[float, float] | None = None       # Wilson 95 % interval of rate (over the decided cases)
+    auto_interval: tuple[float, float] | None = None  # ... of auto_rate
     cases: int                   # cases with at least one scored trial
     passed: int
     failed: int

@@ -13,11 +13,11 @@ any :class:`~tether.runtime.Agent` (``--agent module:factory``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import re
 import secrets
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +37,8 @@ from .metrics import case_result, dimension_metrics, failure_modes
 from .rescore import summarize, trial_result
 from .results import ModelRunResult, Results, TrialResult
 from .simulator import PersonaUser, make_user
+from .executors import Plan, Subject, TrialJob, make_executor
+from .resume import ResumePlan, resume_plan
 from .world import case_toolset
 
 REFERENCE_SYSTEM_PROMPT = (
@@ -69,6 +71,15 @@ class EvalConfig:
     store: Any = None
     eval_id: str | None = None     # None: a new id
     export_dir: Path | None = None  # also write each run here as <run_id>.jsonl (a copy, never read back)
+    # Where the trials run: "local" (this process), "ray" (Ray tasks; tether[ray]) or an Executor.
+    executor: Any = "local"
+    ray_address: str | None = None  # a Ray cluster to join (None: a local Ray instance)
+    # Per-model limits for provider models named by spec: {"max_connections": N, "timeout": S}.
+    model_limits: dict[str, Any] = field(default_factory=dict)
+    # Continue the stored eval ``eval_id``: finished trials are kept, the rest run.
+    resume: bool = False
+    on_resume: Callable[[ResumePlan], None] | None = None   # told what a resume keeps and reruns
+    options: dict[str, Any] = field(default_factory=dict)    # recorded with the eval (the CLI's options)
 
 
 ProgressFn = Callable[[str, str, int, TrialResult], None]
@@ -179,54 +190,80 @@ def open_store(store: Any) -> tuple[Any, str]:
     return store, str(store.path)
 
 
+def _subjects(models: Sequence[str | Model], agents: Sequence[str], limits: dict[str, Any]) -> dict[str, Subject]:
+    out: dict[str, Subject] = {}
+    for m in models:
+        label = m if isinstance(m, str) else m.name
+        out[label] = Subject(label, model=m, model_limits=dict(limits))
+    for ref in agents:
+        out[ref] = Subject(ref, agent=ref)
+    return out
+
+
+def _eval_record(subjects: dict[str, Subject], cases: Sequence[Case], config: EvalConfig) -> dict[str, Any]:
+    """What the store keeps about an eval (``tether eval --resume`` reads it back)."""
+    return {
+        "subjects": list(subjects), "models": [s.label for s in subjects.values() if s.agent is None],
+        "agents": [s.agent for s in subjects.values() if s.agent is not None],
+        "guards": list(config.guard_stacks), "trials": config.trials, "cases": [c.id for c in cases],
+        "max_steps": config.max_steps, "seed": config.seed, "concurrency": config.concurrency,
+        "simulator": config.simulator if isinstance(config.simulator, str) else config.simulator.name,
+        "options": dict(config.options)}
+
+
 async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), config: EvalConfig = EvalConfig(),
                     *, suite: str = "c4", progress: ProgressFn | None = None,
                     agents: Sequence[str] = ()) -> Results:
     """Every subject (model or agent) x guard stack x case x trial,
-    ``config.concurrency`` at a time, each trial a run in the store."""
+    ``config.concurrency`` at a time, each trial a run in the store.
+
+    With ``config.resume`` (and ``config.eval_id``), continues that stored
+    eval: finished trials are kept, the others (never started, or left
+    ``running`` by a killed process: marked abandoned) run under new run ids."""
     if not models and not agents:
         raise UsageError("nothing to evaluate: give a model or an agent")
-    sem = asyncio.Semaphore(max(1, config.concurrency))
     if isinstance(config.simulator, str) and config.simulator != "scripted":   # resolve a spec once
         config = replace(config, simulator=resolve_model(config.simulator))
-    subjects: list[tuple[str, Callable[[], Any]]] = []
-    for m in models:
-        model = resolve_model(m)
-        subjects.append((m if isinstance(m, str) else m.name, lambda model=model: LoopAgent(model)))
-    subjects += [(ref, resolve_agent(ref)) for ref in agents]
+    subjects = _subjects(models, agents, config.model_limits)
+    for s in subjects.values():
+        s.factory()                     # resolve every subject before anything is stored
+    executor = make_executor(config.executor, ray_address=config.ray_address)
     store, store_label = open_store(config.store)
     eval_id = config.eval_id or new_eval_id()
-    store.create_eval(eval_id, suite, {
-        "subjects": [label for label, _ in subjects], "guards": list(config.guard_stacks), "trials": config.trials,
-        "cases": [c.id for c in cases], "max_steps": config.max_steps, "seed": config.seed,
-        "simulator": config.simulator if isinstance(config.simulator, str) else config.simulator.name})
+    record = _eval_record(subjects, cases, config)
+    planned = [TrialJob(label, stack, case.id, trial, trial_run_id(eval_id, label, stack, case.id, trial))
+               for label in subjects for stack in config.guard_stacks for case in cases
+               for trial in range(config.trials)]
+    by_id = {c.id: c for c in cases}
+    done: dict[tuple[str, str, str, int], TrialResult] = {}
+    if config.resume:
+        if not config.eval_id:
+            raise UsageError("resuming needs the eval id (tether eval --resume EVAL_ID)")
+        resumed = resume_plan(store, eval_id, planned, by_id, record)
+        done.update(resumed.kept)
+        jobs = resumed.to_run
+        if config.on_resume is not None:
+            config.on_resume(resumed)
+    else:
+        store.create_eval(eval_id, suite, record)
+        jobs = planned
+    plan = Plan(cases=by_id, subjects=subjects, config=config, eval_id=eval_id)
+    journal = _Journal(store, eval_id, resumed.journal if config.resume else {})
 
-    async def one(label: str, make: Callable[[], Any], stack: str, case: Case, trial: int) -> TrialResult:
-        async with sem:
-            run_cfg = RunConfig(store=store, kind="eval", eval_id=eval_id)
-            tr, result = await run_trial(case, trial=trial, config=config, guards=config.guard_stacks[stack](),
-                                         guards_label=stack, model_label=label, run_config=run_cfg,
-                                         run_id=trial_run_id(eval_id, label, stack, case.id, trial), agent=make())
-            if config.export_dir is not None:
-                result.trajectory.save(Path(config.export_dir) / f"{result.run_id}.jsonl")
+    def on_done(job: TrialJob, tr: TrialResult, trajectory: Any) -> None:
+        done[job.key] = tr
+        journal.note(job.run_id, tr)
         if progress:
-            progress(label, case.id, trial, tr)
-        return tr
+            progress(job.label, job.case_id, job.trial, tr)
 
-    jobs = {}
-    for label, make in subjects:
-        for stack in config.guard_stacks:
-            for case in cases:
-                for trial in range(config.trials):
-                    jobs[(label, stack, case.id, trial)] = one(label, make, stack, case, trial)
     try:
-        done = dict(zip(jobs, await asyncio.gather(*jobs.values())))
+        await executor.run(plan, jobs, store, on_done)
     except BaseException:
-        store.finish_eval(eval_id, {}, status="interrupted")
+        journal.flush(status="interrupted")
         raise
 
     runs = []
-    for label, _ in subjects:
+    for label in subjects:
         for stack in config.guard_stacks:
             pairs = []
             for case in cases:
@@ -240,3 +277,29 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
                   store=store_label, runs=runs)
     store.finish_eval(eval_id, out.model_dump(mode="json"))
     return out
+
+
+class _Journal:
+    """What a finished trial's run does not hold: why the simulated user stopped or
+    failed. Kept with the eval in the store (a fault at once, stop reasons at most
+    once a second, everything when the eval is interrupted) so a resumed eval
+    scores kept trials as they were."""
+
+    def __init__(self, store: Any, eval_id: str, entries: dict[str, dict]):
+        self.store, self.eval_id, self.entries = store, eval_id, dict(entries)
+        self.dirty = False
+        self.last = time.monotonic()
+
+    def note(self, run_id: str, tr: TrialResult) -> None:
+        if tr.simulator_fault or tr.simulator_stop:
+            self.entries[run_id] = {"fault": tr.simulator_fault, "stop": tr.simulator_stop}
+            self.dirty = True
+        # a fault changes what counts (the trial leaves the score): written at once
+        if self.dirty and (tr.simulator_fault or time.monotonic() - self.last >= 1.0):
+            self.flush()
+
+    def flush(self, status: str = "running") -> None:
+        if self.dirty or status != "running":
+            self.store.finish_eval(self.eval_id, {"progress": self.entries}, status=status)
+        self.dirty = False
+        self.last = time.monotonic()

@@ -99,3 +99,34 @@ def _is_model(obj: object) -> bool:
 def known_prefixes() -> list[str]:
     _builtin()
     return sorted(_FACTORIES)
+
+
+def with_limits(model: Model, *, max_connections: int | None = None, timeout: float | None = None) -> Model:
+    """``model`` with a per-model connection limit and per-attempt timeout (seconds on
+    the wire), for the provider adapters (``openai:``, ``openai-compat:``,
+    ``anthropic:``: anything with ``ModelOptions`` and a ``ConnectionLimit``).
+    Other models take neither: a UsageError says so when one is asked for."""
+    if max_connections is None and timeout is None:
+        return model
+    options = getattr(model, "options", None)
+    from dataclasses import is_dataclass, replace
+
+    from ._http import ConnectionLimit, ModelOptions
+
+    if not (isinstance(options, ModelOptions) and is_dataclass(options) and hasattr(model, "limit")):
+        from ..errors import UsageError
+
+        raise UsageError(f"model {getattr(model, 'name', model)!r} takes no --max-connections / --timeout "
+                         "(only the provider adapters: openai:, openai-compat:, anthropic:)")
+    if max_connections is not None and max_connections < 1:
+        from ..errors import UsageError
+
+        raise UsageError(f"--max-connections must be at least 1, got {max_connections}")
+    changes: dict = {}
+    if timeout is not None:
+        changes["timeout"] = float(timeout)
+    if max_connections is not None:
+        changes["max_connections"] = max_connections
+        model.limit = ConnectionLimit(max_connections)  # type: ignore[attr-defined]
+    model.options = replace(options, **changes)  # type: ignore[attr-defined]
+    return model

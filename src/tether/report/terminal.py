@@ -25,7 +25,14 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
+def _span(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{ci[0] * 100:.0f}–{ci[1] * 100:.0f}]"
+
+
 def _rate_cell(m: DimensionMetrics | None) -> Text:
+    """The rate over decided cases with its Wilson 95 % interval, then the rate over
+    automatic verdicts. When no case is decided (rubrics nobody judged yet) the
+    automatic rate leads and the cell says "unjudged", never n/a or 0 %."""
     if m is None:
         return Text("-", style="dim")
     shown = m.rate if m.rate is not None else m.auto_rate
@@ -33,8 +40,17 @@ def _rate_cell(m: DimensionMetrics | None) -> Text:
     if shown is not None:
         ok = shown >= 0.5 if m.better == "higher" else shown <= 0.5
         style = "green" if ok else "red"
-    text = Text(f"{_pct(m.rate)}", style=f"bold {style}".strip())
-    text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
+    if m.rate is not None:
+        text = Text(f"{_pct(m.rate)}", style=f"bold {style}".strip())
+        text.append(f"\n{_span(m.interval)}", style="dim")
+        text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
+    elif m.auto_rate is not None:
+        text = Text(f"auto {_pct(m.auto_rate)}", style=f"bold {style}".strip())
+        text.append(f"\n{_span(m.auto_interval)}", style="dim")
+        text.append("\nunjudged", style="dim")
+    else:
+        text = Text("unjudged" if m.unjudged else "n/a", style="dim")
+        text.append("\n\n")
     text.append(f"\n{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J", style="dim")
     if m.errors:
         text.append(f" {m.errors}E", style="magenta")
@@ -65,7 +81,7 @@ def render_summary(results: Results, console: Console) -> None:
     console.print(table)
     console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
     console.print("  P pass · F fail · U unclear (between a case's pass and fail ranges) · "
-                  "J unjudged (needs the judge; never counted as a pass)"
+                  "J unjudged (needs the judge; never counted as a pass or a fail) · [95% Wilson interval]"
                   + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""), style="dim")
     for run in results.runs:
         modes = ", ".join(f"{k} {v.count} ({v.rate:.0%} of trials)" for k, v in run.failure_modes.items())
@@ -92,8 +108,7 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         row = [case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), statuses,
                str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
         if multi:
-            row.append("-" if case.pass_hat_k is None or case.pass_at_1 is None
-                       else f"{case.pass_hat_k:.0f} ({case.pass_at_1:.0%})")
+            row.append(_pass_k(case))
         table.add_row(*row)
         for cr in last.criteria:
             if cr.verdict in ("fail", "unclear"):
@@ -106,6 +121,14 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         line.append(verdict, style=VERDICT_STYLE[verdict])
         line.append(f" {why}")
         console.print(line, highlight=False)
+
+
+def _pass_k(case) -> Text:
+    """pass^k at k = the decided trials (0 or 1) and pass@1; a case nobody judged yet is
+    "unjudged" (its automatic verdict is in the auto column), never 0 %."""
+    if case.pass_at_1 is None:
+        return Text("-" if case.verdict == "error" else "unjudged", style="dim")
+    return Text(f"{case.pass_hat_k:.0f} ({case.pass_at_1:.0%})")
 
 
 def _error_text(kind: str | None, error: str | None) -> str:

@@ -108,7 +108,9 @@ class Tool:
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters, side_effect=self.side_effect)
+        # the fields are already checked (a run builds every tool's spec: no second validation)
+        return ToolSpec.model_construct(name=self.name, description=self.description, parameters=self.parameters,
+                                        side_effect=bool(self.side_effect))
 
     def validate(self, arguments: dict[str, Any]) -> str | None:
         """None when the arguments fit the schema, else a readable reason."""

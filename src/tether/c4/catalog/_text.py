@@ -39,8 +39,10 @@ def _keep(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LN"
 
 
+@functools.lru_cache(maxsize=65536)
 def compact(text: str) -> str:
-    """Normalized text without whitespace, punctuation or symbols."""
+    """Normalized text without whitespace, punctuation or symbols (cached: a fresh
+    world compacts the same documents as the last one)."""
     return "".join(ch for ch in norm(text) if _keep(ch))
 
 
@@ -129,18 +131,23 @@ def grams(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=64)
+def _index(texts: tuple[str, ...]) -> tuple[list[frozenset[str]], dict[str, float], float]:
+    docs = [grams(t) for t in texts]
+    df: dict[str, int] = {}
+    for d in docs:
+        for g in d:
+            df[g] = df.get(g, 0) + 1
+    n = len(docs)
+    return docs, {g: math.log((n + 1) / (c + 1)) + 1.0 for g, c in df.items()}, math.log(n + 1) + 1.0
+
+
 class GramIndex:
     """Idf-weighted gram overlap over a fixed list of documents."""
 
     def __init__(self, texts: Sequence[str]):
-        self.docs = [grams(t) for t in texts]
-        df: dict[str, int] = {}
-        for d in self.docs:
-            for g in d:
-                df[g] = df.get(g, 0) + 1
-        n = len(self.docs)
-        self._idf = {g: math.log((n + 1) / (c + 1)) + 1.0 for g, c in df.items()}
-        self._max_idf = math.log(n + 1) + 1.0
+        # shared by every world indexing the same documents (read-only once built)
+        self.docs, self._idf, self._max_idf = _index(tuple(texts))
 
     def idf(self, gram: str) -> float:
         return self._idf.get(gram, self._max_idf)

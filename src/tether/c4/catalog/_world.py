@@ -35,7 +35,7 @@ def _frozen(name: str) -> bytes:
 @functools.lru_cache(maxsize=None)
 def _load(name: str) -> Any:
     text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))   # libyaml when built in
 
 
 class _LazyData(dict):
