@@ -16,3 +16,12 @@ def _forbid_real_model_requests():
 def _private_run_store(tmp_path, monkeypatch):
     """CLI runs record into the embedded store: keep each test's store private."""
     monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether-store.db"))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """tests/test_docs.py: how many blocks each page ran and skipped, with the reasons."""
+    report = getattr(config, "docs_blocks_report", None)
+    if report:
+        terminalreporter.section("docs blocks")
+        for page in sorted(report):
+            terminalreporter.write_line(report[page])

@@ -101,7 +101,7 @@ def test_judge_criteria_are_unjudged_never_passed(results):
 
 def test_tables_are_printed(results):
     output, _, _ = results
-    assert "loop detection rate" in output and "C4-LD-01" in output and "失败类型" in output
+    assert "loop detection rate" in output and "C4-LD-01" in output and "failure type" in output
 
 
 def test_out_exports_readable_utf8_runs(tmp_path):

@@ -199,3 +199,12 @@ def test_every_change_of_a_decided_verdict_is_kept(steady, tmp_path):
     path = twice.save(tmp_path / "r.json")
     loaded = Results.load(path).runs[0].case("C4-PA-03").trials[0].criteria
     assert next(c for c in loaded if c.id == "PA-03.completes").history == cr.history
+
+
+def test_the_review_excerpt_shows_a_repeated_step_once_with_its_count():
+    from tether.evals.review import collapse_repeats
+
+    lines = ["#1 user: 查机票", *(f"#{n} call search_flights {{}} -> ok: []" for n in (4, 8, 12)),
+             "#16 call web_search {} -> ok: []", "(truncated)"]
+    assert collapse_repeats(lines) == ["#1 user: 查机票", "#4..#12 (x3) call search_flights {} -> ok: []",
+                                       "#16 call web_search {} -> ok: []", "(truncated)"]

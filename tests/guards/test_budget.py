@@ -23,9 +23,9 @@ def test_tool_call_budget_ends_with_done_not_done_why_and_keeps_history():
     assert result.status == "budget_exceeded"
     assert len(t.tool_calls(executed_only=True)) == 3 and len(t.tool_calls()) == 4
     assert result.reply.startswith("搜索了几次")                  # the model's finish-up answer...
-    assert "已完成：search(keyword=k0)；search(keyword=k1)；search(keyword=k2)" in result.reply
-    assert "未完成：search(keyword=k3): not executed" in result.reply  # ...and tether's ledger
-    assert "原因：tool calls budget exhausted: 4 projected, limit 3" in result.reply
+    assert "Done: search(keyword=k0); search(keyword=k1); search(keyword=k2)" in result.reply   # an English run
+    assert "Not done: search(keyword=k3): not executed" in result.reply  # ...and tether's ledger
+    assert "Why: tool calls budget exhausted: 4 projected, limit 3" in result.reply
     assert [g.verdict for g in t.guard_trips()] == ["hint", "stop"]   # soft hint at 80%, then the stop
     assert t.finished.status == "budget_exceeded" and t.events[0].type == "run_started"
 

@@ -11,6 +11,7 @@ interrupted.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 from typing import Iterator
 
@@ -19,6 +20,13 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import CaseFileError, UsageError
+
+
+class Lang(str, enum.Enum):
+    """--lang: the language of report labels (tether's CLI text is English)."""
+
+    en = "en"
+    zh = "zh"
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)

@@ -39,7 +39,7 @@ class ChangeType(StrEnum):
     performance = "performance"
 
 
-HELP = """Compare two runs part by part: step, args, recovery, terminal, text (seed 004, section 14).
+HELP = """Compare two runs part by part: step, args, recovery, terminal, text.
 
 BASE and NEW are each a results document (tether eval --json) or a single run export (tether runs export RUN > run.jsonl). For results, each trial's run is read from the store the results name (or --store), checked against the digest the results pinned, and every case is compared: verdict flips first, then per trial the tool sequence (added / removed / moved calls), changed arguments, how failures were handled, the terminal status and the final reply; then a summary with flipped cases, per-dimension rates and pass@1.
 
@@ -123,7 +123,7 @@ def diff_command(
 
 BASELINE_HELP = """Accept results as the new baseline (with a reason), list accepted baselines.
 
-Seed 004, section 14: every accepted difference needs a reason, a review record and a new baseline. A baseline is self-contained: a copy of the results and an export of every run they reference (checked against the digests the results pinned), so later diffs never depend on the store.
+Every accepted difference needs a reason, a review record and a new baseline. A baseline is self-contained: a copy of the results and an export of every run they reference (checked against the digests the results pinned), so later diffs never depend on the store.
 
 Examples:
 

@@ -35,6 +35,7 @@ from ._common import (
     MAX_RUNS,
     MAX_STEPS,
     MAX_TRIALS,
+    Lang,
     console,
     err_console,
     user_errors,
@@ -102,6 +103,7 @@ def eval_command(
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
+    lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
     otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
     executor: Annotated[str, typer.Option(help="where trials run: local (this process) or ray (Ray tasks; pip install 'tether\\[ray]')")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster to join (default: start a local Ray instance)")] = None,
@@ -193,7 +195,7 @@ def eval_command(
     if not quiet:
         for run in results.runs:
             render_cases(run, console)
-            render_attributions(run, console)
+            render_attributions(run, console, Lang(lang).value)
     for run in results.runs:
         if run.simulator_faults:
             console.print(f"simulator faults · {run.model} · guards {run.guards}: {run.simulator_faults} trial(s), "

@@ -24,7 +24,7 @@ app = typer.Typer(
     help=(
         "Human review of the criteria no counter or judge decided (unclear / unjudged).\n\n"
         "Export writes a YAML file with, per case and trial, each such criterion (rubric, pass_when, "
-        "fail_when, the seed's wording) and an excerpt of the run, with an empty verdict: and reason: "
+        "fail_when, the case's wording) and an excerpt of the run, with an empty verdict: and reason: "
         "to fill. Import records the verdicts as judged_by human (with the reviewer's name, when, and "
         "what each verdict replaced) and rebuilds the metrics.\n\n"
         "Examples:\n\n"

@@ -18,7 +18,7 @@ from ..evals.rescore import rescore_results
 from ..evals.results import Results
 from ..report import render_attributions, render_cases, render_summary
 from ..report.terminal import render_errors
-from ._common import MAX_CONCURRENCY, MAX_JUDGE_SAMPLES, console, user_errors
+from ._common import MAX_CONCURRENCY, MAX_JUDGE_SAMPLES, Lang, console, user_errors
 
 HELP = """Re-score a saved results document: judge the rubric criteria with an LLM judge, re-check the
 automatic criteria, rebuild the metrics. Agents are not re-run: each trial's run is read from
@@ -84,12 +84,12 @@ def render_judging(results: Results, out: Console, judge: Judge | None = None) -
                   style="dim", highlight=False, soft_wrap=True)
 
 
-def render_all(results: Results, quiet: bool) -> None:
+def render_all(results: Results, quiet: bool, lang: str = "en") -> None:
     render_summary(results, console)
     if not quiet:
         for run in results.runs:
             render_cases(run, console)
-            render_attributions(run, console)
+            render_attributions(run, console, Lang(lang).value)
     render_errors(results, console)
 
 
@@ -105,6 +105,7 @@ def score_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ask the judge again, do not read or write the cache")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="judge requests at once")] = 4,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
+    lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
 ) -> None:
     with user_errors():
         results = load_results(results_path)
@@ -117,7 +118,7 @@ def score_command(
                       concurrency=concurrency)
         scored = asyncio.run(rescore_results(results, case_list, j, results_path=results_path, store=store,
                                              concurrency=concurrency))
-    render_all(scored, quiet)
+    render_all(scored, quiet, lang)
     render_judging(scored, console, j)
     if json_path:
         scored.save(json_path)

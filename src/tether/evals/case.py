@@ -284,11 +284,22 @@ class Case(_Strict):
     tool_config: list[ToolConfig] = Field(default_factory=list)
     persona: Persona | None = None
     max_steps: int = Field(default=30, ge=1, le=MAX_STEPS)
+    language: Literal["zh", "en"] | None = Field(default=None, description="the language of what the model reads "
+                                                 "from tether (hints, the budget's ledger, finish-up requests); "
+                                                 "default: zh when the title or input has Chinese characters, else en")
     expected_behavior: list[str] = Field(default_factory=list)
     pass_description: str = ""
     fail_description: str = ""
     criteria: list[Criterion] = Field(min_length=1)
     notes: str = ""
+
+    @property
+    def run_language(self) -> str:
+        """``language``, else detected from the case's text (tether.i18n)."""
+        from ..i18n import detect_language
+
+        return self.language or detect_language(self.title, self.input.message,
+                                                *(t.content for t in self.input.history))
 
     @model_validator(mode="before")
     @classmethod

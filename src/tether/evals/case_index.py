@@ -41,7 +41,7 @@ def case_files(source: str | Path) -> list[Path]:
         return files
     if path.is_file():
         return [path]
-    raise UsageError(f"no suite named {source!r} and no such file or directory "
+    raise UsageError(f"no suite named '{source}' and no such file or directory "
                      f"(registered suites: {', '.join(builtin_suites()) or '(none)'})")
 
 

@@ -60,43 +60,65 @@ _DEFAULT_FIX = {
     "hallucination": "只陈述工具实际返回的数据",
     "dropped_item": "保留所有被比较的对象，缺失的数据标注「数据不可得」",
 }
+_DEFAULT_FIX_EN = {
+    "loop": "before a tool call, check whether it repeats an earlier call",
+    "deadlock": "when a dependency cannot be met, stop, say why and offer an alternative",
+    "abandonment": "after a failure, try at least two of: change the arguments, retry, fall back to another tool",
+    "irrational_abandonment": "when giving up, say why and offer an alternative or a suggestion",
+    "hallucination": "state only what the tools actually returned",
+    "dropped_item": "keep every compared item; mark missing data as not available",
+}
 
 
-def _root_cause(check: str, result, t: Trajectory, c: Counters) -> str:
-    """The 根本原因 of one failed criterion, from the trajectory's numbers."""
+def _root_cause(check: str, result, t: Trajectory, c: Counters, lang: str = "zh") -> str:
+    """The root cause (根本原因) of one failed criterion, from the trajectory's numbers."""
+    zh = lang == "zh"
     if check in ("call_count", "identical_calls"):
         if c.max_identical >= 3:
-            return f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次"
-        return f"不断调整参数或在工具之间来回调用，共 {c.tool_calls} 次工具调用仍无新结果，未及时停止"
+            return (f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次" if zh else
+                    f"did not notice the repetition: the same call (tool and arguments) was made {c.max_identical} "
+                    "times")
+        return (f"不断调整参数或在工具之间来回调用，共 {c.tool_calls} 次工具调用仍无新结果，未及时停止" if zh else
+                f"kept changing arguments or switching tools: {c.tool_calls} tool calls without a new result, "
+                "and did not stop")
     if check == "questions_asked":
-        return f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）"
+        return (f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）" if zh else
+                f"kept asking after the user declined: {result.value} questions (history included)")
     if check == "status_in":
-        return f"运行以 {t.status} 结束，而不是说明原因后退出"
+        return (f"运行以 {t.status} 结束，而不是说明原因后退出" if zh else
+                f"the run ended as {t.status} instead of stopping with an explanation")
     if check == "strategies":
-        return f"第一次失败后只尝试了 {c.strategies} 种恢复策略就结束"
+        return (f"第一次失败后只尝试了 {c.strategies} 种恢复策略就结束" if zh else
+                f"gave up after {c.strategies} recovery strategies following the first failure")
     if check == "no_invented":
-        return f"回复中出现了工具未返回的数据（{result.evidence}）"
+        return (f"回复中出现了工具未返回的数据（{result.evidence}）" if zh else
+                f"the reply states data no tool returned ({result.evidence})")
     if check == "tool_called":
-        return f"流程执行到一半就结束：{result.evidence}"
+        return f"流程执行到一半就结束：{result.evidence}" if zh else f"the work stopped halfway: {result.evidence}"
     if check == "mentions":
-        return f"最终回复缺少应有的内容：{result.evidence}"
+        return (f"最终回复缺少应有的内容：{result.evidence}" if zh else
+                f"the final reply lacks what it should contain: {result.evidence}")
     return result.evidence
 
 
 def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Counters) -> Attribution | None:
-    """The seed's 失败归因 record for a failed trial (None when it did not fail)."""
+    """The failure attribution (失败归因) of a failed trial (None when it did not fail)."""
     failed = score.failed()
     if not failed:
         return None
     by_id = {cr.id: cr for cr in case.criteria}
     first = failed[0]
     spec = by_id[first.id]
+    translations = {lang: {"root_cause": _root_cause(first.check, first, t, c, lang)} for lang in ("en", "zh")}
+    if not spec.fix_suggestion:
+        translations["en"]["fix_suggestion"] = _DEFAULT_FIX_EN.get(spec.failure_type, "")
+        translations["zh"]["fix_suggestion"] = _DEFAULT_FIX.get(spec.failure_type, "")
     return Attribution(
         case_id=case.id, trial=trial, failure_type=spec.failure_type,
         manifestation="; ".join(f"{r.id}: {r.evidence}" for r in failed),
-        root_cause=_root_cause(first.check, first, t, c),
+        root_cause=translations["zh"]["root_cause"],
         fix_suggestion=spec.fix_suggestion or _DEFAULT_FIX.get(spec.failure_type, ""),
-        criteria=[r.id for r in failed],
+        criteria=[r.id for r in failed], translations=translations,
     )
 
 

@@ -66,6 +66,12 @@ class Attribution(BaseModel):
     root_cause: str             # 根本原因
     fix_suggestion: str         # 修复建议
     criteria: list[str] = Field(default_factory=list)
+    # root_cause / fix_suggestion in each language tether has them in ({"en": {...}, "zh": {...}}); a case's own
+    # fix suggestion is in the case's language only. Reports pick one (--lang).
+    translations: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    def text(self, field: str, lang: str) -> str:
+        return self.translations.get(lang, {}).get(field) or getattr(self, field)
 
 
 class TrialResult(BaseModel):

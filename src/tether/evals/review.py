@@ -16,6 +16,7 @@ The file is UTF-8 with Chinese as is (never ``\\uXXXX``). Documented in docs/jud
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -83,9 +84,40 @@ def _excerpt(case: Case, trajectory: Trajectory | None, reply: str, missing: str
                 "final_reply": _clip(reply.strip(), REPLY_LIMIT)}
     return {
         "user_input": user,
-        "steps": run_lines(trajectory, result_limit=EXCERPT_RESULT_LIMIT, args_limit=200, total_limit=12000),
+        "steps": collapse_repeats(run_lines(trajectory, result_limit=EXCERPT_RESULT_LIMIT, args_limit=200,
+                                            total_limit=12000)),
         "final_reply": _clip((trajectory.final_reply or reply).strip(), REPLY_LIMIT),
     }
+
+
+_NUMBERED = re.compile(r"#(\d+) (.*)", re.S)
+
+
+def collapse_repeats(lines: list[str]) -> list[str]:
+    """Consecutive steps that differ only in their event number become one line
+    (``#4..#44 (x11) call search_flights ... -> ok: ...``): a reviewer reads a loop once, with its count."""
+    out: list[str] = []
+    run: list[tuple[str, str]] = []      # (number, rest) of the repeating lines
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(f"#{run[0][0]} {run[0][1]}")
+        elif run:
+            out.append(f"#{run[0][0]}..#{run[-1][0]} (x{len(run)}) {run[0][1]}")
+        run.clear()
+
+    for line in lines:
+        m = _NUMBERED.fullmatch(line)
+        if m and run and m.group(2) == run[-1][1]:
+            run.append((m.group(1), m.group(2)))
+            continue
+        flush()
+        if m:
+            run.append((m.group(1), m.group(2)))
+        else:
+            out.append(line)
+    flush()
+    return out
 
 
 def _criterion_entry(spec: Any, current) -> dict[str, Any]:

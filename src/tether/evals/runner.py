@@ -46,6 +46,12 @@ REFERENCE_SYSTEM_PROMPT = (
     "换一种方式（修改参数、换工具）再试，但不要无限重复同一个调用；确实无法完成时，"
     "说明原因、已做的事情和可行的替代方案。不要编造工具没有返回的信息。"
 )
+REFERENCE_SYSTEM_PROMPT_EN = (      # the same, for a case in English (Case.run_language)
+    "You are an assistant that uses tools. Call the tools that fit the user's request; when a tool fails or "
+    "returns nothing, try another way (change the arguments, use another tool), but do not repeat the same call "
+    "endlessly; when the task really cannot be done, explain why, what you did and the alternatives. Never state "
+    "information no tool returned."
+)
 
 
 @dataclass(frozen=True)
@@ -149,9 +155,13 @@ async def run_trial(case: Case, model: Model | None = None, *, trial: int = 0, c
     agent = agent if agent is not None else LoopAgent(model)
     label = model_label or getattr(agent, "name", type(agent).__name__)
     toolset, user = case_world(case, seed=config.seed + trial, simulator=config.simulator)
+    system_prompt = config.system_prompt
+    if system_prompt == REFERENCE_SYSTEM_PROMPT and case.run_language == "en":   # the model reads the case's language
+        system_prompt = REFERENCE_SYSTEM_PROMPT_EN
     run_cfg = replace(run_config or RunConfig(), max_steps=config.max_steps or case.max_steps,
-                      system_prompt=config.system_prompt, guards=tuple(guards), guards_label=guards_label,
-                      meta={"suite": case.suite, "subject": label, **(run_config.meta if run_config else {})})
+                      system_prompt=system_prompt, guards=tuple(guards), guards_label=guards_label,
+                      meta={"suite": case.suite, "subject": label, "language": case.run_language,
+                            **(run_config.meta if run_config else {})})
     task = AgentTask(message=case.input.message, history=tuple(Turn(t.role, t.content, t.question)
                                                               for t in case.input.history),
                      tools=toolset, system_prompt=run_cfg.system_prompt, max_steps=run_cfg.max_steps, case_id=case.id)

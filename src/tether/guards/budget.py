@@ -7,7 +7,7 @@ At ``soft_fraction`` (80% by default) of any limit the model gets a hint to
 converge. At a hard limit the run stops as ``budget_exceeded`` after a
 finish-up request (no tools) in which the model writes its final answer; the
 reply then ends with tether's own account of what was done, what was not, and
-why (seed 002 section 4: "已完成的部分 + 未完成原因").
+why ("已完成的部分 + 未完成原因" for a Chinese run), in the run's language.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import i18n
 from ..events import Trajectory
 from ..messages import ToolCallRequest, Usage
 from ..status import TerminalStatus
@@ -95,8 +96,8 @@ class BudgetGuard(BaseGuard):
             if value >= b.soft_fraction * limit and dim not in self.hinted:
                 self.hinted.append(dim)
                 return Verdict("hint", f"budget.{dim}.soft",
-                               f"预算已用 {value / limit:.0%}（{dim}: {_fmt(value)} / {_fmt(limit)}），"
-                               "请尽快收敛到结论，不要继续探索。",
+                               i18n.text(i18n.run_language(ctx.trajectory), "budget.soft", pct=f"{value / limit:.0%}",
+                                         dim=dim, value=_fmt(value), limit=_fmt(limit)),
                                {"dimension": dim, "used": round(value, 6), "limit": limit})
         return None
 
@@ -126,8 +127,17 @@ class BudgetGuard(BaseGuard):
         return self._check(ctx, {"tool_calls": ctx.tool_calls + 1, "seconds": ctx.elapsed_s})
 
     def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str:
-        summary = ledger_summary(ctx.trajectory, verdict.message)
+        lang = i18n.run_language(ctx.trajectory)
+        summary = ledger_summary(ctx.trajectory, self.localized(verdict, lang) or verdict.message, lang)
         return f"{reply}\n\n{summary}" if reply else summary
+
+    def localized(self, verdict: Verdict, lang: str) -> str | None:
+        """A stop in the run's language (the recorded reason stays English)."""
+        n = verdict.numbers
+        if lang == "en" or "dimension" not in n or "projected" not in n:
+            return None
+        return i18n.text(lang, "budget.stop", dim=i18n.dimension(lang, str(n["dimension"])),
+                         value=_fmt(float(n["projected"])), limit=_fmt(float(n["limit"])))
 
     def state(self) -> dict[str, Any]:
         return {"hinted": list(self.hinted)}
@@ -140,20 +150,26 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}" if isinstance(x, float) and not x.is_integer() else str(int(x))
 
 
-def ledger_summary(trajectory: Trajectory, why: str) -> str:
-    """已完成 / 未完成 / 原因, from what the tools actually returned."""
+def ledger_summary(trajectory: Trajectory, why: str, lang: str | None = None) -> str:
+    """Done / not done / why (已完成 / 未完成 / 原因), from what the tools actually
+    returned, in the run's language."""
+    lang = lang or i18n.run_language(trajectory)
     done: list[str] = []
     not_done: list[str] = []
     for call, result in trajectory.calls_with_results():
         label = f"{call.tool}({_args(call.arguments)})"
         if result is not None and result.ok:
             done.append(label)
+        elif result is not None and (result.error_type or "").startswith("guard"):
+            not_done.append(f"{label}: {i18n.text(lang, 'ledger.not_executed')}")
         else:
-            reason = (result.error or "no result") if result is not None else "no result"
+            reason = (result.error or i18n.text(lang, "ledger.no_result")) if result is not None \
+                else i18n.text(lang, "ledger.no_result")
             not_done.append(f"{label}: {reason[:120]}")
-    lines = ["——", "已完成：" + ("；".join(done) if done else "无")]
-    lines.append("未完成：" + ("；".join(not_done) if not_done else "无"))
-    lines.append(f"原因：{why}")
+    sep, none = i18n.text(lang, "ledger.sep"), i18n.text(lang, "ledger.none")
+    lines = ["——", i18n.text(lang, "ledger.done") + (sep.join(done) if done else none)]
+    lines.append(i18n.text(lang, "ledger.not_done") + (sep.join(not_done) if not_done else none))
+    lines.append(i18n.text(lang, "ledger.why") + why)
     return "\n".join(lines)
 
 

@@ -51,6 +51,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import i18n
 from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMessage
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
@@ -126,18 +127,36 @@ class LoopGuard(BaseGuard):
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
         self._pending: tuple[str, str, str] | None = None   # call id, sig, target from before_tool
+        self._lang: str | None = None       # the run's language (i18n), read once
+        self._said: str | None = None       # the trip being made, in the run's language (None: English)
+
+    def _language(self, ctx: GuardContext) -> str:
+        if self._lang is None:
+            self._lang = i18n.run_language(ctx.trajectory)
+        self._said = None
+        return self._lang
+
+    def _say(self, key: str, **values: Any) -> None:
+        """Keep the model's text of the trip being made, in the run's language."""
+        if self._lang and self._lang != "en" and i18n.has(self._lang, key):
+            self._said = i18n.text(self._lang, key, **values)
+
+    def localized(self, verdict: Verdict, lang: str) -> str | None:
+        """The last trip (the one that stopped the run) as the model reads it."""
+        return self._said if lang == self._lang else None
 
     # -- hooks -------------------------------------------------------------------
     def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
         cfg = self.config
         if call.name in cfg.exempt_tools:
             return None
+        self._language(ctx)
         sig, target = describe_call(call.name, call.arguments, cfg.ignore_fields)
         self._pending = (call.id, sig, target)
         rules = cfg.rules
         found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
-            return Verdict("block", "outage", found[0], found[1])
+            return Verdict("block", "outage", self._said or found[0], found[1])
         found = (("identical" in rules and self._identical(call, sig))
                  or ("cycle" in rules and self._cycle(sig))
                  or ("near_duplicate" in rules and self._near_duplicate(call))
@@ -213,6 +232,7 @@ class LoopGuard(BaseGuard):
         if decision is None or decision.kind != DecisionKind.QUESTION or "question_repeat" not in self.config.rules:
             return None
         self._read_questions(ctx)
+        self._language(ctx)
         words = Q.content(decision.text)
         cfg = self.config
         similar = [q for q in self.asked if Q.overlap(words, frozenset(q[0])) >= cfg.question_overlap]
@@ -227,6 +247,8 @@ class LoopGuard(BaseGuard):
                    "Do not ask it again: use the answers you have, offer a sensible default and go on with it, "
                    "or stop and explain what cannot be done without this information and what the user can do "
                    "instead.")
+        self._say("loop.question_repeat", reason=i18n.QUESTION_REASONS.get(self._lang or "", {}).get(why, why),
+                  count=n, limit=limit)
         return self._ladder("question_repeat", "question", message, {"count": n, "limit": limit, "reason": why})
 
     # -- the ladder ----------------------------------------------------------------
@@ -238,8 +260,9 @@ class LoopGuard(BaseGuard):
         trip_key = f"{rule}:{key}"
         if trip_key not in self.hinted and len(self.hinted) < cfg.max_hints:
             self.hinted.append(trip_key)
-            extra = " " + _ALTERNATIVES if first == "hint" and rule != "question_repeat" else ""
-            return Verdict(first, rule, message + extra, numbers)
+            extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
+                     if first == "hint" and rule != "question_repeat" else "")
+            return Verdict(first, rule, (self._said or message) + extra, numbers)
         numbers = {**numbers, "trips": self.trips}
         if cfg.on_repeat == "escalate":
             return Verdict("escalate", rule, message, numbers)
@@ -256,6 +279,8 @@ class LoopGuard(BaseGuard):
             if st[1] <= cfg.max_transient_retries:
                 return None
             n = st[1] + 1
+            self._say("loop.identical.transient", count=n, tool=call.name, args=_short(call.arguments),
+                      previous=st[1], retries=cfg.max_transient_retries)
             return ("identical", sig,
                     f"{_ordinal(n)} attempt of {call.name} ({_short(call.arguments)}): the previous {st[1]} failed "
                     f"the same transient way; {cfg.max_transient_retries} retries allowed, this one is not made. "
@@ -266,6 +291,8 @@ class LoopGuard(BaseGuard):
             return None
         n = st[1] + 1
         what = " still pending" if st[2] == _POLL else ""
+        self._say("loop.identical.poll" if st[2] == _POLL else "loop.identical", count=n, tool=call.name,
+                  args=_short(call.arguments), limit=limit)
         return ("identical", sig,
                 f"{_ordinal(n)} identical call to {call.name} ({_short(call.arguments)}) with an unchanged "
                 f"result{what}; limit {limit}.",
@@ -294,6 +321,7 @@ class LoopGuard(BaseGuard):
                    for j in range(p, need - 1)):
                 tools = [e[_TOOL] for e in tail[:p]]
                 chain = " -> ".join(tools)
+                self._say("loop.cycle", period=p, tools=chain, rounds=rounds, limit=rounds - 1)
                 return ("cycle", "|".join(e[_SIG] for e in tail[:p]),
                         f"cycle of period {p} ({chain}) about to complete its {_ordinal(rounds)} round with "
                         f"unchanged results; limit {rounds - 1}.",
@@ -306,6 +334,8 @@ class LoopGuard(BaseGuard):
         if streak < limit:
             return None
         n = streak + 1
+        self._say("loop.near_duplicate", count=n, tool=call.name, args=_short(call.arguments), previous=streak,
+                  limit=limit)
         return ("near_duplicate", call.name,
                 f"{_ordinal(n)} call to {call.name} ({_short(call.arguments)}) in a row; the previous {streak} "
                 f"brought no new result; limit {limit}.",
@@ -317,6 +347,7 @@ class LoopGuard(BaseGuard):
         if run < k or not distinct:
             return None
         what = "error" if result.startswith("!") else "result"
+        self._say("loop.no_progress", count=run, limit=k - 1)
         return ("no_progress", "any",
                 f"the last {run} different calls all returned the same {what}; limit {k - 1}.",
                 {"count": run, "limit": k - 1})
@@ -340,6 +371,7 @@ class LoopGuard(BaseGuard):
                 if not family or sum(1 for t in group if _family(t) == family) < cfg.outage_tools:
                     continue
             kind = esig.split("|", 1)[0]
+            self._say("loop.outage", failed_tools=len(group), error_type=kind, tool=tool)
             return (f"systemic outage: {len(group)} tools ({', '.join(group)}) failed the same way ({kind}); "
                     f"{tool} is not called. Explain the outage to the user or use another source.",
                     {"failed_tools": len(group), "limit": cfg.outage_tools - 1, "error_type": kind})
@@ -407,10 +439,6 @@ class LoopGuard(BaseGuard):
         self.count = int(state.get("count", 0))
         self.hinted = list(state.get("hinted", []))
         self.trips = int(state.get("trips", 0))
-
-
-_ALTERNATIVES = ("Do not repeat it. Change the approach: check and correct the arguments, use another tool, "
-                 "ask the user for the missing information, or explain the limitation and what you found so far.")
 
 
 def _last_decision(ctx: GuardContext) -> ModelDecisionEvent | None:

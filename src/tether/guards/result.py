@@ -26,6 +26,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import i18n
 from ..events import ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, canonical_json
 from ..status import TerminalStatus
@@ -94,8 +95,8 @@ class ResultGuard(BaseGuard):
         if problem is None or not result.ok:
             return None
         self.flagged.append(result.call_id)
-        return Verdict("hint", "result.check", f"{problem}: this step is NOT done; do not claim it, and do not "
-                       "invent the missing values.", {"tool": call.name})
+        return Verdict("hint", "result.check", i18n.text(i18n.run_language(ctx.trajectory), "result.check",
+                                                         problem=problem), {"tool": call.name})
 
     def ledger(self, trajectory: Trajectory) -> Ledger:
         out = Ledger()

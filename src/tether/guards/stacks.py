@@ -54,6 +54,8 @@ def guard_stack(spec: str) -> Callable[[], Sequence[Guard]]:
     names = list(REFERENCE_ORDER) if spec == "on" else [n.strip() for n in spec.split(",") if n.strip()]
     unknown = [n for n in names if n not in FACTORIES]
     if unknown:
+        goal = (" (the goal guard needs a goal per run: add GoalGuard(GoalSpec(task=..., acceptance=[...])) "
+                "in code, docs/guards.md)") if "goal" in unknown else ""
         raise UsageError(f"unknown guard(s) {', '.join(unknown)} in --guards {spec!r}; "
-                         f"use off, on, or a comma list of: {', '.join(FACTORIES)}")
+                         f"use off, on, or a comma list of: {', '.join(FACTORIES)}{goal}")
     return lambda: tuple(FACTORIES[n]() for n in names)

@@ -80,7 +80,7 @@ def render_summary(results: Results, console: Console) -> None:
         table.add_row(_label(run, results), *[_rate_cell(run.dimensions.get(d)) for d in dims])
     console.print(table)
     console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
-    console.print("  P pass · F fail · U unclear (a gap in the seed's criteria) · "
+    console.print("  P pass · F fail · U unclear (between a case's pass and fail ranges) · "
                   "J unjudged (needs the judge; never counted as a pass or a fail) · [95% Wilson interval]"
                   + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""), style="dim")
     for run in results.runs:
@@ -163,18 +163,26 @@ def render_errors(results: Results, console: Console) -> int:
     return total
 
 
-def render_attributions(run: ModelRunResult, console: Console) -> None:
+ATTRIBUTION_LABELS = {
+    "en": ("failure type", "manifestation", "root cause", "fix suggestion"),
+    "zh": ("失败类型", "具体表现", "根本原因", "修复建议"),
+}
+
+
+def render_attributions(run: ModelRunResult, console: Console, lang: str = "en") -> None:
+    """Failure attributions, labelled (and, where tether wrote them, worded) in ``lang``: en or zh."""
     rows = [t.attribution for c in run.cases for t in c.trials if t.attribution]
     if not rows:
         return
+    kind, shows, cause, fix = ATTRIBUTION_LABELS.get(lang, ATTRIBUTION_LABELS["en"])
     console.print(Text(f"failure attribution · {run.model} · guards {run.guards}", style="bold"))
     for a in rows:
         console.print(
             Text.assemble(
-                (f"  {a.case_id}", "bold"), f" trial {a.trial} · 失败类型 ", (a.failure_type, "red"), "\n",
-                f"    具体表现: {a.manifestation}\n",
-                f"    根本原因: {a.root_cause}\n",
-                f"    修复建议: {a.fix_suggestion}",
+                (f"  {a.case_id}", "bold"), f" trial {a.trial} · {kind} ", (a.failure_type, "red"), "\n",
+                f"    {shows}: {a.manifestation}\n",
+                f"    {cause}: {a.text('root_cause', lang)}\n",
+                f"    {fix}: {a.text('fix_suggestion', lang)}",
             ),
-            highlight=False,
+            highlight=False, soft_wrap=True,
         )

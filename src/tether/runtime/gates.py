@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Any, Awaitable, Callable, Protocol
 
+from .. import i18n
 from ..errors import RunStop
 from ..events import ApprovalEvent, SideEffectEvent
 from ..messages import ToolCallRequest
@@ -200,8 +201,9 @@ class ApprovalsGate:
             return ToolResult.failure(f"approval {approval_id} expired before anyone decided: default deny",
                                       "approval_expired", source="approval")
         if status == "rejected":
-            return ToolResult.failure(f"人工拒绝执行 ({by}{': ' + note if note else ''})", "rejected",
-                                      source="approval")
+            who = f"{by}: {note}" if note else str(by)
+            return ToolResult.failure(i18n.text(i18n.run_language(session.trajectory), "gate.rejected", who=who),
+                                      "rejected", source="approval")
         if status == "escalated":
             why = f"approval for {call.name} escalated by {by}"
             raise RunStop(TerminalStatus.NEEDS_HUMAN, session.state.last_text, why,

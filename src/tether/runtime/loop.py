@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from .. import i18n
 from ..errors import ModelFailure, RunAborted, RunStop, UsageError
 from ..events import AgentMessage
 from ..guards import Verdict
@@ -33,10 +34,7 @@ from .session import RunResult, RunSession, Turn
 
 Ending = tuple[TerminalStatus, str, str]   # status, reply, reason
 
-FINISH_UP_PROMPT = (
-    "运行已被守卫停止（{guard}: {message}）。不要再调用任何工具。"
-    "请直接给出最终回复：已完成的部分、未完成的部分及原因、用户接下来可以怎么做。"
-)
+FINISH_UP_PROMPT = i18n.TEXTS["finish_up"]      # by language: the run's (tether.i18n.run_language)
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,10 @@ class LoopAgent:
 
     async def _finish_up(self, session: RunSession, verdict: Verdict) -> str:
         s = session.state
-        prompt = FINISH_UP_PROMPT.format(guard=getattr(session.stopped_by, "name", "guard"), message=verdict.message)
+        lang = i18n.run_language(session.trajectory)
+        localized = getattr(session.stopped_by, "localized", None)
+        message = (localized(verdict, lang) if lang != "en" and callable(localized) else None) or verdict.message
+        prompt = i18n.text(lang, "finish_up", guard=getattr(session.stopped_by, "name", "guard"), message=message)
         s.step += 1
         request = ModelRequest(messages=[*s.messages, Message(role="system", content=prompt)], tools=[], step=s.step)
         session.record_request(request, model=self.name)

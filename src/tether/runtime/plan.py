@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from .. import i18n
 from ..errors import RunAborted, RunStop, UsageError
 from ..events import Trajectory, UserMessage
 from ..guards.goal import GoalSpec, evidence_for
@@ -45,17 +46,8 @@ from ..tools import ToolSet
 from .loop import AgentTask, Ending, drive
 from .session import RunConfig, RunSession, side_request
 
-PLAN_PROMPT = """把任务拆成有序步骤，每步含：动作、工具、参数、验收标准、结果必须包含的字段。
-只能使用下列工具：
-{tools}
-只输出 JSON 数组：[{{"step":1,"action":"...","tool":"...","arguments":{{...}},"acceptance":"...","expect_fields":["..."]}}]
-计划中的动作不算完成，必须等执行结果。"""
-
-REVIEW_PROMPT = """对照验收标准逐条核对证据，输出 JSON：
-{{"passed":true/false,"missing":["..."],"notes":"..."}}
-目标：{task}
-验收：{acceptance}
-证据：{evidence}"""
+PLAN_PROMPT = i18n.TEXTS["plan.prompt"]       # by language: the case's, else the goal's (tether.i18n)
+REVIEW_PROMPT = i18n.TEXTS["plan.review"]
 
 
 class PlanStep(BaseModel):
@@ -178,12 +170,19 @@ class PlanExecuteReview:
         await session.after_model(response)
         return response.decision.text
 
+    def _lang(self, session: RunSession) -> str:
+        """The case's language when the run has one, else the goal's (its rendering is labelled in Chinese)."""
+        lang = session.config.meta.get("language")
+        return lang if lang in i18n.LANGUAGES else i18n.detect_language(self.goal.task)
+
     async def run(self, session: RunSession, task: AgentTask) -> Ending:
         tools = session.tools
-        tool_list = "\n".join(f"- {s.name}: {s.description} 参数: {canonical_json(s.parameters)}"
-                              + ("（有副作用）" if s.side_effect else "") for s in session.specs)
+        lang = self._lang(session)
+        tool_list = "\n".join(f"- {s.name}: {s.description}{i18n.text(lang, 'plan.params')}"
+                              f"{canonical_json(s.parameters)}"
+                              + (i18n.text(lang, "plan.side_effect") if s.side_effect else "") for s in session.specs)
         messages = [Message(role="system", content=task.system_prompt)] if task.system_prompt else []
-        messages += [Message(role="system", content=PLAN_PROMPT.format(tools=tool_list)),
+        messages += [Message(role="system", content=i18n.text(lang, "plan.prompt", tools=tool_list)),
                      Message(role="user", content=self.goal.render())]
         self.where = "planning"
         text = await self._ask(session, self.model, messages)
@@ -224,9 +223,11 @@ class PlanExecuteReview:
         by_id = {r.call_id: r for r in session.trajectory.tool_results()}
         facts = [{"step": s.step, "tool": s.tool, "ok": r.ok, "data": r.data, "error": r.error}
                  for s in self.done for r in [by_id[f"plan_step_{s.step}"]]]
-        prompt = REVIEW_PROMPT.format(
-            task=self.goal.task,
-            acceptance="；".join(f"{a.id}: {a.description or a.tool}" for a in self.goal.acceptance) or "（无）",
+        lang = self._lang(session)
+        prompt = i18n.text(
+            lang, "plan.review", task=self.goal.task,
+            acceptance=i18n.text(lang, "ledger.sep").join(f"{a.id}: {a.description or a.tool}"
+                                                          for a in self.goal.acceptance) or i18n.text(lang, "plan.none"),
             evidence=json.dumps(facts, ensure_ascii=False, default=str)[:2000])
         try:
             text = await self._ask(session, reviewer, [Message(role="user", content=prompt)])
@@ -252,16 +253,20 @@ class PlanExecuteReview:
 
     def final_reply(self, session: RunSession, status: TerminalStatus, why: str) -> str:
         evidence = evidence_for(self.goal, session.trajectory)
-        done = [f"step {s.step} {s.action}（{s.tool}）" for s in self.done]
-        not_done = [f"step {s.step} {s.action}（{'未通过' if s.step == self.failed_step else '未执行'}）"
+        lang = self._lang(session)
+        t = lambda key, **kw: i18n.text(lang, key, **kw)   # noqa: E731
+        op, cp = ("（", "）") if lang == "zh" else (" (", ")")
+        sep, none = t("ledger.sep"), t("ledger.none")
+        done = [f"step {s.step} {s.action}{op}{s.tool}{cp}" for s in self.done]
+        not_done = [f"step {s.step} {s.action}{op}{t('plan.failed' if s.step == self.failed_step else 'plan.not_run')}{cp}"
                     for s in self.plan[len(self.done):]]
-        lines = ["已完成：" + ("；".join(done) or "无"), "未完成：" + ("；".join(not_done) or "无")]
+        lines = [t("ledger.done") + (sep.join(done) or none), t("ledger.not_done") + (sep.join(not_done) or none)]
         if evidence:
-            lines.append("验收证据：" + "；".join(f"{a} ← {proof}" if proof else f"{a} 缺证据"
-                                              for a, proof in evidence.items()))
+            lines.append(t("plan.evidence") + sep.join(f"{a} ← {proof}" if proof else t("plan.missing", a=a)
+                                                        for a, proof in evidence.items()))
         if self.review and self.review.get("disagreement"):
-            lines.append(f"复核分歧：{self.review['disagreement']}")
-        lines.append(f"结果：{status.value}（{why}）")
+            lines.append(t("plan.disagreement") + str(self.review["disagreement"]))
+        lines.append(t("plan.result", status=status.value, why=why))
         return "\n".join(lines)
 
 
