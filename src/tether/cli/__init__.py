@@ -7,9 +7,13 @@ importing any command module, so it starts fast.
 
 from __future__ import annotations
 
-import click
 import typer
 from typer.core import TyperGroup
+
+try:                       # Typer >= 0.2x ships its own copy of click; older Typer uses click itself
+    from typer import _click as click
+except ImportError:        # pragma: no cover - depends on the installed Typer
+    import click  # type: ignore[no-redef]
 
 # name -> (module, attribute, kind, summary). kind "command": a function (its
 # module's HELP-like text is the attribute named by the 5th item); "group": a Typer app.
@@ -48,8 +52,6 @@ Each command has its own --help with examples."""
 class LazyGroup(TyperGroup):
     """A Typer group whose subcommands are imported on first use."""
 
-    _summaries_only = False
-
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -58,8 +60,6 @@ class LazyGroup(TyperGroup):
         if spec is None:
             return None
         module_name, attr, kind, summary, help_attr = spec
-        if self._summaries_only:        # the root --help: a summary is all it shows
-            return click.Command(name, help=summary, short_help=summary)
         import importlib
 
         module = importlib.import_module(f".{module_name}", __name__)
@@ -75,12 +75,18 @@ class LazyGroup(TyperGroup):
         return command
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Plain click formatting: Typer's rich help pulls in markdown rendering (~0.2 s).
-        self._summaries_only = True
-        try:
-            click.Group.format_help(self, ctx, formatter)
-        finally:
-            self._summaries_only = False
+        """The root help, plain: Typer's rich help pulls in markdown rendering (~0.2 s)
+        and would import every command module for its one-line summary."""
+        formatter.write_usage(ctx.command_path, "[OPTIONS] COMMAND [ARGS]...")
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write(ROOT_HELP.replace("\b\n", "") + "\n")
+        options = [rec for p in self.get_params(ctx) if (rec := p.get_help_record(ctx)) is not None]
+        if options:
+            with formatter.section("Options"):
+                formatter.write_dl(options)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, spec[3]) for name, spec in COMMANDS.items()])
 
 
 app = typer.Typer(
