@@ -137,10 +137,11 @@ class Report:
                 "errors": m.errors, "faults": m.simulator_faults}
 
     def pass_k(self, cases: list[CaseResult], k: int) -> float | None:
-        """Mean over cases of pass^k (tau-bench's unbiased C(c, k) / C(n, k)) over scored trials."""
+        """Mean over cases of pass^k (tau-bench's unbiased C(c, k) / C(n, k)) over decided
+        trials (pass or fail); None when no trial is decided: unjudged is never 0 %."""
         values = []
         for c in cases:
-            s = [t for t in c.trials if scored(t)]
+            s = [t for t in c.trials if scored(t) and str(t.verdict) in ("pass", "fail")]
             if not s:
                 continue
             passes = sum(1 for t in s if str(t.verdict) == "pass")
