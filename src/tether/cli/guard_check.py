@@ -11,6 +11,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from ..events import Trajectory
 from ..guards.offline import check_trace
 from ..guards.stacks import guard_stack
 from ..store.export import load_trace_or_run

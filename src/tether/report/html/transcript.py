@@ -21,7 +21,6 @@ from ...events import (
     RunStarted,
     SideEffectEvent,
     ToolCallEvent,
-    ToolResultEvent,
     Trajectory,
     UserMessage,
 )
