@@ -28,7 +28,7 @@ from ..report import (
     render_guard_comparison,
     render_summary,
 )
-from ..report.terminal import render_errors
+from ..report.terminal import render_errors, render_matrix, subject_labels
 from ._common import (
     MAX_CONCURRENCY,
     MAX_JUDGE_SAMPLES,
@@ -49,7 +49,8 @@ Without --model or --agent, runs the three offline calibration agents (policy:st
 policy:quitter, policy:steady). Every trial is a run in the store (--store, default
 $TETHER_STORE or .tether/tether.db) under its own run id; the evaluation gets an id
 (ev-YYYYMMDD-xxxxxx) printed at the start and the end. Prints a summary per model and
-dimension, a table per model with verdicts and key counts, and failure attributions.
+dimension, then every case's verdict per subject (--verbose adds the counts, the failing
+criteria with their evidence and the failure attribution; tether report draws it all).
 
 A trial whose run ended in error (the model could not be reached, a harness error) says
 nothing about the agent: it is shown as error, listed separately and left out of every
@@ -101,7 +102,8 @@ def eval_command(
     judge: Annotated[Optional[str], typer.Option(help="model spec of the LLM judge for rubric criteria (without one they stay unjudged)")] = None,
     judge_samples: Annotated[int, typer.Option(min=1, max=MAX_JUDGE_SAMPLES, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="the summary only, no case table")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also each subject's counts per case, every failing criterion with its evidence, and the failure attribution of every failed trial")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
     lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
     otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
@@ -193,8 +195,10 @@ def eval_command(
             db.finish_eval(eval_id, results.model_dump(mode="json"))
     render_summary(results, console)
     if not quiet:
-        for run in results.runs:
-            render_cases(run, console)
+        render_matrix(results, console)
+    if verbose:
+        for run, label in zip(results.runs, subject_labels(results)):
+            render_cases(run, console, label)
             render_attributions(run, console, Lang(lang).value)
     for run in results.runs:
         if run.simulator_faults:
