@@ -124,7 +124,7 @@ def main():
     items = []
     ids = collections.Counter()
     for half in ("tuning", "heldout"):
-        for p in sorted((ROOT / half).glob("*.json")):
+        for p in sorted((ROOT / half / "b").glob("*.json")):
             e, d = check_file(p, half)
             errs += e
             if d is not None and "id" in d:
@@ -133,7 +133,7 @@ def main():
     for i, c in ids.items():
         if c > 1:
             errs.append(f"duplicate id {i}")
-    stray = [p for p in ROOT.glob("*.json")]
+    stray = [p for p in (ROOT / "tuning").glob("*.json")] + [p for p in (ROOT / "heldout").glob("*.json")]
     if stray:
         errs.append(f"json files outside tuning/heldout: {[p.name for p in stray]}")
     table = collections.Counter((d.get("family"), d.get("label"), h) for h, d in items)

@@ -118,7 +118,7 @@ def main():
     zh = 0
     total = 0
     for half in ("tuning", "heldout"):
-        folder = os.path.join(HERE, half)
+        folder = os.path.join(HERE, half, "a")
         if not os.path.isdir(folder):
             continue
         for name in sorted(os.listdir(folder)):
