@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from ..errors import UsageError
-from ..evals import EvalConfig, load_suite, run_suite
-from ..evals.results import Results
-from ..evals.runner import new_eval_id, open_store, resolve_agent
-from ..guards.stacks import guard_stack
-from ..report import (
-    render_attributions,
-    render_cases,
-    render_guard_comparison,
-    render_summary,
-)
-from ..report.terminal import render_errors, render_matrix, subject_labels
 from ._common import (
     MAX_CONCURRENCY,
     MAX_JUDGE_SAMPLES,
@@ -40,6 +19,9 @@ from ._common import (
     err_console,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from ..evals.results import Results
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
@@ -106,13 +88,26 @@ def eval_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also each subject's counts per case, every failing criterion with its evidence, and the failure attribution of every failed trial")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
     lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
-    otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
+    otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether\\[otel])")] = False,
     executor: Annotated[str, typer.Option(help="where trials run: local (this process) or ray (Ray tasks; pip install 'tether\\[ray]')")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster to join (default: start a local Ray instance)")] = None,
     resume: Annotated[Optional[str], typer.Option(help="continue this interrupted eval (its suite, models, guards, trials and options come from the store); finished trials are kept", metavar="EVAL_ID")] = None,
     max_connections: Annotated[Optional[int], typer.Option(min=1, help="requests in flight at once per provider model (default 16; 1 for a server on this machine)")] = None,
     timeout: Annotated[Optional[float], typer.Option(min=0.1, help="seconds one provider request may take on the wire (default 60; waiting for a connection slot not counted)")] = None,
 ) -> None:
+    # Imported here, not at the top: `tether eval --help` needs none of it.
+    import asyncio
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..errors import UsageError
+    from ..evals import EvalConfig, load_suite, run_suite
+    from ..evals.runner import new_eval_id, open_store, resolve_agent
+    from ..guards.stacks import guard_stack
+    from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
+    from ..report.terminal import render_errors, render_matrix, subject_labels
+
     models = model or ([] if agent else CALIBRATION)
     agents = agent or []
     case_ids: list[str] | None = None
