@@ -87,8 +87,9 @@ def render_summary(results: Results, console: Console) -> None:
             if d not in dims:
                 dims.append(d)
                 names[d] = m
-    table = Table(title=f"{results.suite.upper()} · rate per dimension over decided cases",
-                  box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    console.print(Text(f"{results.suite.upper()} · rate per dimension over decided cases", style="bold"),
+                  highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     labels = subject_labels(results)
     table.add_column("subject", overflow="fold",
                      min_width=min(20, max(len(f"[{len(labels)}] {x}") for x in labels)) if labels else None)
