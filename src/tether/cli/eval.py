@@ -169,8 +169,8 @@ def eval_command(
         suite_name = suite if suite == "c4" else Path(suite).name
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
-            task = progress.add_task(f"{suite_name}: {len(cases)} cases x {len(models) + len(agents)} subject(s)",
-                                     total=total)
+            phrase = _trials_phrase(len(cases), len(models) + len(agents), len(config.guard_stacks), trials)
+            task = progress.add_task(f"{suite_name}: {phrase}", total=total)
 
             def tick(label: str, case_id: str, trial: int, tr) -> None:
                 progress.advance(task)
@@ -225,6 +225,20 @@ def eval_command(
         raise typer.Exit(EXIT_ERRORS)
     if fail_under is not None:
         _check_fail_under(results, fail_under)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _trials_phrase(cases: int, subjects: int, stacks: int, trials: int) -> str:
+    """``32 trials: 16 cases x 1 subject x 2 guard stacks`` (factors of 1 past the subject left out)."""
+    parts = [_plural(cases, "case"), _plural(subjects, "subject")]
+    if stacks > 1:
+        parts.append(_plural(stacks, "guard stack"))
+    if trials > 1:
+        parts.append(f"{trials} trials each")
+    return f"{_plural(cases * subjects * stacks * trials, 'trial')}: " + " x ".join(parts)
 
 
 def _options_of(stored: dict) -> dict:

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..events import Trajectory
+from ..events import Trajectory, trip_name
 from ..guards.offline import check_trace
 from ..guards.stacks import guard_stack
 from ..store.export import load_trace_or_run
@@ -81,7 +81,7 @@ def guard_check_command(
             first_stop = trip
     console.print(table)
     if hidden:
-        rules = sorted({f"{t.guard}.{t.verdict.rule}" for t in hidden})
+        rules = sorted({trip_name(t.guard, t.verdict.rule) for t in hidden})
         console.print(f"  ... {len(hidden)} more trip(s) after that point ({', '.join(rules)}); --all lists them",
                       style="dim", highlight=False)
     if first_stop is None:

@@ -123,7 +123,7 @@ def render_trajectory(t: Trajectory) -> None:
             console.print(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
                                         (f"[{e.source}] ", "dim"), body), highlight=False)
         elif isinstance(e, GuardTripped):
-            console.print(Text.assemble("  ", (f"guard {e.guard}.{e.rule} {e.verdict}", "bold yellow"),
+            console.print(Text.assemble("  ", (f"guard {e.name} {e.verdict}", "bold yellow"),
                                         f": {e.message}"), highlight=False)
     if t.finished:
         console.print(Text.assemble(("reply", "bold"), f": {t.final_reply}"), highlight=False)
