@@ -49,6 +49,11 @@ ACTION_VERBS = frozenset({
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
     "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write",
 })
+# Verbs that, first in a tool's name, mark a read whatever follows (``query_order``).
+READ_VERBS = frozenset({
+    "get", "list", "query", "search", "fetch", "read", "find", "lookup", "look", "check", "describe", "show", "view",
+    "count", "browse", "inspect", "retrieve", "poll", "watch", "scan", "preview", "export", "download", "load",
+})
 _NAME_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 # Status values that mean "not finished yet": a poll whose answer is one of these
@@ -58,6 +63,25 @@ PENDING = frozenset({
     "waiting", "building", "deploying", "provisioning", "creating", "scheduled", "accepted", "submitted", "active",
     "initializing", "working", "not_ready", "not ready", "处理中", "排队中", "进行中", "运行中", "等待中", "部署中",
 })
+# Words of an acknowledgement ({"status": "sent"}, {"msg": "success"}).
+ACK_WORDS = frozenset({
+    "ok", "okay", "success", "succeeded", "successful", "done", "sent", "queued", "accepted", "submitted", "delivered",
+    "moved", "deleted", "created", "updated", "archived", "saved", "applied", "added", "removed", "completed",
+    "scheduled", "posted", "tagged", "labelled", "labeled", "true", "成功", "已提交", "完成", "已完成", "已发送", "已删除",
+})
+# Paging arguments (names compared case folded, without _ and -): a listing walked page by page.
+PAGE_KEYS = frozenset({
+    "page", "pageno", "pagenum", "pagenumber", "pageindex", "pageidx", "offset", "skip", "start", "startindex",
+    "startat", "cursor", "pagetoken", "nextpagetoken", "nexttoken", "continuationtoken", "continuation", "marker",
+    "after", "startingafter", "startcursor", "pagecursor", "from",
+})
+_PAGE_KEY: dict[str, bool] = {}
+# Result fields that say whether a listing goes on.
+_MORE_FLAGS = frozenset({"hasmore", "hasnext", "hasnextpage", "hasmorepages", "more", "moreresults", "truncated",
+                         "istruncated", "hasmoreresults"})
+_LAST_FLAGS = frozenset({"islast", "lastpage", "islastpage", "done", "end", "eof", "exhausted"})
+_NEXT_KEYS = frozenset({"next", "nextcursor", "nextpage", "nextpagetoken", "nexttoken", "nextoffset", "nexturl",
+                        "nextlink", "continuationtoken", "nextmarker", "cursornext", "nextstart"})
 _STATUS_KEYS = ("status", "state", "phase", "job_status", "stage")
 # boolean flags that say "not finished yet" when they hold this value
 _PENDING_FLAGS = {"running": True, "pending": True, "in_progress": True, "busy": True,
@@ -68,24 +92,67 @@ WAIT_VERBS = frozenset({"sleep", "wait", "pause", "delay", "backoff"})
 _TRANSIENT = re.compile(
     r"\b(?:5\d\d|429)\b|time[d ]?\s?out|timeout|temporar|unavailable|rate.?limit|too many requests|try again|"
     r"overloaded|connection (?:reset|refused|error)|econnreset|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
+# Limits that do not clear by waiting a few seconds, even when sent as a 429.
+_NOT_TRANSIENT = re.compile(
+    r"quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
+    r"per day|plan limit|额度|配额|余额", re.I)
 TRANSIENT_TYPES = frozenset({"timeout", "rate_limit", "rate_limited", "unavailable", "transient", "server_error",
                              "http_5xx", "overloaded", "connection_error", "throttled"})
 
 
-def norm_text(value: str) -> str:
-    if value.isascii():
-        return " ".join(value.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+# Punctuation that NFKC leaves alone, folded to its ASCII twin; in free text every
+# punctuation mark becomes a space ("rotate signing key?" == "rotate signing key").
+_PUNCT = str.maketrans({"。": ".", "、": ",", "“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'",
+                        "【": "[", "】": "]", "《": "<", "》": ">", "「": '"', "」": '"', "『": '"', "』": '"',
+                        "〈": "<", "〉": ">", "—": "-", "–": "-", "‐": "-", "‑": "-", "·": ".", "・": ".",
+                        "\u3000": " ", "\u00a0": " "})
+_FREE_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"})
+_MAX_NODES = 4000                   # values canonicalised per call or result; beyond, the rest is hashed as is
 
 
-def _norm_value(value: Any, ignore: frozenset[str]) -> Any:
+def norm_text(value: str, free: bool = False) -> str:
+    """Compare form of a string: NFKC (full width, compatibility forms), CJK and
+    typographic punctuation folded to ASCII, case folded, whitespace collapsed;
+    in free text (``free``) punctuation is dropped too."""
+    if not value.isascii():
+        value = unicodedata.normalize("NFKC", value).translate(_PUNCT).casefold()
+    else:
+        value = value.lower()
+    if free:
+        value = value.translate(_FREE_PUNCT)
+    return " ".join(value.split())
+
+
+def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) -> str:
+    """A canonical text of a JSON value for equality: keys sorted at every depth,
+    ``None`` and empty-string fields dropped, lists compared as sets of their
+    elements (sorted), strings in :func:`norm_text` form, 1.0 == 1. Bounded: past
+    ``_MAX_NODES`` values the rest is kept as its repr."""
+    budget = [_MAX_NODES]
+    return _canon(value, ignore, free, budget)
+
+
+def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list) -> str:
+    budget[0] -= 1
     if isinstance(value, str):
-        return norm_text(value)
+        return '"' + norm_text(value, free) + '"'
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(int(value)) if value.is_integer() else repr(value)
+    if budget[0] <= 0:
+        return repr(value)
     if isinstance(value, dict):
-        return {k: _norm_value(v, ignore) for k, v in value.items() if k not in ignore}
-    if isinstance(value, list):
-        return [_norm_value(v, ignore) for v in value]
-    return value
+        parts = []
+        for k in sorted(value, key=str):
+            v = value[k]
+            if k in ignore or v is None or v == "":
+                continue
+            parts.append(f"{k}:{_canon(v, ignore, free or _key_kind(str(k)) == _QUERY, budget)}")
+        return "{" + ",".join(parts) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(sorted(_canon(v, ignore, free, budget) for v in value)) + "]"
+    return repr(value)
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
@@ -115,25 +182,51 @@ def _is_target(key: str, value: Any) -> bool:
     return False
 
 
-def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str]:
-    """(signature, target) of a call, in one pass over the sorted arguments.
+def is_page_key(key: str) -> bool:
+    kind = _PAGE_KEY.get(key)
+    if kind is None:
+        kind = key.casefold().replace("_", "").replace("-", "") in PAGE_KEYS
+        if len(_PAGE_KEY) < 4096:
+            _PAGE_KEY[key] = kind
+    return kind
 
-    The signature is ``tool:key=value,...`` with normalised values (strings
-    case folded and whitespace collapsed); ``target`` is the same for the
-    resource-naming arguments only, empty when the call names none (a pure
-    query). Both are keys for equality, never parsed back."""
-    parts: list[str] = []
+
+def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict]:
+    """(signature, target, series, parts) of a call, in one pass over the sorted arguments.
+
+    * signature: ``tool:key=value,...`` with every value in :func:`canon` form
+      (keys sorted at every depth, lists as sets, Unicode and punctuation
+      folded; free-text arguments without punctuation); ``None`` and empty
+      arguments are the same as absent ones;
+    * target: the same for the resource-naming arguments only, empty when the
+      call names none (a pure query);
+    * series: the signature without its paging arguments (page, offset,
+      cursor, ...): the calls that walk one listing;
+    * parts: argument name -> canonical value, to tell which arguments two calls differ in.
+
+    All are keys for equality, never parsed back."""
+    parts: dict[str, str] = {}
     targets: list[str] = []
-    for key in sorted(arguments):
+    series: list[str] = []
+    for key in sorted(arguments, key=str):
         if key in ignore:
             continue
         value = arguments[key]
-        value = norm_text(value) if isinstance(value, str) else _norm_value(value, ignore)
-        part = f"{key}={value!r}"
-        parts.append(part)
+        if value is None or value == "":
+            continue
+        if isinstance(value, str):
+            kind = _key_kind(key)
+            text = '"' + norm_text(value, kind == _QUERY) + '"'
+        else:
+            text = canon(value, ignore, _key_kind(key) == _QUERY)
+        part = f"{key}={text}"
+        parts[key] = text
         if _is_target(key, value):
             targets.append(part)
-    return f"{tool}:{','.join(parts)}", ",".join(targets)
+        if not is_page_key(key):
+            series.append(part)
+    sig = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items())}"
+    return sig, ",".join(targets), f"{tool}:{','.join(series)}", parts
 
 
 def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] = frozenset()) -> str:
@@ -141,17 +234,42 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
 
 
 def is_action_name(tool: str) -> bool:
-    return any(t.casefold() in ACTION_VERBS for t in _NAME_TOKEN.findall(tool))
+    """A side-effecting tool by its name: a write verb in it, and not a read verb
+    first (``query_order`` reads, ``crm_tag_customer`` writes)."""
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    if tokens and tokens[0] in READ_VERBS:
+        return False
+    return any(t in ACTION_VERBS for t in tokens)
 
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def result_hash(result: ToolResultEvent) -> str:
-    """A short stable key for "the same result": the repr of the data (tools
-    return their fields in a fixed order), hashed when longer than 40 characters."""
-    text = repr(result.data) if result.ok else f"!{result.error_type}|{result.error}"
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
+    """An error's text with what varies between attempts masked: numbers (retry
+    after 2 s / 4 s, line numbers, request ids), the call's own argument values
+    (``ENOENT ... open 'a.yaml'`` / ``'b.yaml'``) and the tool's name. Two
+    errors with the same mask are the same error; another mask is another error
+    (a validation error fixed, the next one reported)."""
+    text = result.error or ""
+    if result.tool:
+        text = text.replace(result.tool, "<tool>")
+    if arguments:
+        for value in arguments.values():
+            if isinstance(value, str) and len(value) >= 3:
+                text = text.replace(value, "<arg>")
+    return f"{result.error_type or 'error'}|{_NUMBER.sub('#', norm_text(text))[:200]}"
+
+
+def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
+    """A short stable key for "the same result": the canonical data (key order,
+    list order, Unicode form do not matter) or the masked error, hashed when
+    longer than 40 characters."""
+    text = canon(result.data) if result.ok else "!" + mask_error(result, arguments)
     return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
 
 
@@ -178,22 +296,89 @@ def is_pending(data: Any) -> bool:
 
 
 def is_ack(data: Any) -> bool:
-    """A bare acknowledgement (``{"moved": true}``, ``"ok"``): says the call
-    was done, carries no data to compare."""
-    if data is True or (isinstance(data, str) and len(data) <= 24):
+    """A bare acknowledgement (``{"moved": true}``, ``{"code": 0, "msg":
+    "success"}``, ``"ok"``): says the call was done, carries no data to
+    compare. Short scalar output that says nothing of the kind
+    (``{"stdout": "noop"}``) is data, not an acknowledgement."""
+    if data is True:
         return True
-    if not isinstance(data, dict) or not data or len(data) > 3:
+    if isinstance(data, str):
+        return norm_text(data).strip(" .!") in ACK_WORDS
+    if not isinstance(data, dict) or not data or len(data) > 4:
         return False
-    return all(v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 24)
-               for v in data.values())
+    said = False
+    for key, value in data.items():
+        if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+            continue
+        if isinstance(value, bool):
+            said = said or value
+        elif isinstance(value, str) and len(value) <= 40:
+            said = said or norm_text(value).strip(" .!") in ACK_WORDS or any(
+                w in ACK_WORDS for w in norm_text(value).replace(".", " ").split())
+        else:
+            return False
+    return said
+
+
+_SUBMIT_STATES = frozenset({"queued", "accepted", "submitted", "scheduled", "sent", "enqueued", "排队中", "已提交"})
+_CONTENT_KEYS = frozenset({"message", "text", "body", "content", "html", "markdown", "payload"})
+
+
+def is_submitted(data: Any, arguments: dict[str, Any]) -> bool:
+    """A call that handed content over for delivery and got a receipt
+    (``{"status": "queued"}`` for a message): a side effect, not a poll, whatever
+    the tool is called."""
+    if not isinstance(data, dict) or not any(k in _CONTENT_KEYS for k in arguments):
+        return False
+    for key in _STATUS_KEYS:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip().casefold() in _SUBMIT_STATES:
+            return True
+    return False
+
+
+_DIGITS = re.compile(r"\d+")
+_HEX_RUN = re.compile(r"[0-9a-f]{4,}")
+
+
+def volatile_pair(a: str | None, b: str | None) -> bool:
+    """Two canonical argument values that differ only in digits (a counter, a
+    timestamp: ``noop1`` / ``noop2``) or in runs of hex digits (a request uuid)."""
+    if a is None or b is None:
+        return False
+    return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
+
+
+def page_end(data: Any) -> bool:
+    """The listing says it has ended: ``has_more: false``, a next cursor / page /
+    token that is null or empty, ``is_last: true``, at the top level or one
+    level down (``{"page": {"has_more": false}}``, ``{"links": {}}`` is not
+    enough)."""
+    if not isinstance(data, dict):
+        return False
+    for level in (data, *(v for v in data.values() if isinstance(v, dict))):
+        for key, value in level.items():
+            k = key.casefold().replace("_", "").replace("-", "")
+            if k in _MORE_FLAGS and value is False:
+                return True
+            if k in _LAST_FLAGS and value is True:
+                return True
+            if k in _NEXT_KEYS and (value is None or value == ""):
+                return True
+    return False
 
 
 def is_transient(result: ToolResultEvent) -> bool:
+    """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
+    quota or billing limit does not, whatever its status code."""
     if result.ok:
+        return False
+    text = result.error or ""
+    if _NOT_TRANSIENT.search(text):
         return False
     if (result.error_type or "").casefold() in TRANSIENT_TYPES:
         return True
-    return bool(_TRANSIENT.search(result.error or ""))
+    return bool(_TRANSIENT.search(text))
 
 
 def error_signature(result: ToolResultEvent) -> str:

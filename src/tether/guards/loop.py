@@ -65,14 +65,18 @@ from ._calls import (
     is_ack,
     is_action_name,
     is_pending,
+    is_submitted,
     is_transient,
     is_wait_name,
+    page_end,
     result_hash,
+    volatile_pair,
 )
 
 __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
-RULES = ("identical", "cycle", "near_duplicate", "no_progress", "outage", "question_repeat")
+RULES = ("identical", "duplicate_action", "retry_budget", "past_end", "cycle", "near_duplicate", "no_progress", "outage",
+         "question_repeat")
 _NORMAL, _TRANSIENT, _POLL = "n", "t", "p"
 # entry fields in ``LoopGuard.calls`` (lists, so the state is JSON as is)
 _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
@@ -82,8 +86,15 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
-    max_transient_retries: int = 2     # retries of a call failing with a transient error (5xx, timeout, 429);
-                                       # the next retry is blocked (a circuit breaker), not hinted
+    max_transient_retries: int = 2     # immediate retries of a call failing transiently (5xx, timeout, 429):
+                                       # the failure that uses them up draws a hint, never a block
+    max_backoff_retries: int = 4       # retries when the agent waits between attempts (a wait / sleep tool):
+                                       # 5 attempts in all, the SDK retry budgets' upper end (tether's HTTP
+                                       # client makes 4, botocore's legacy mode 5); the 4th failed retry hints
+    max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
+                                       # before calling it again trips (another ticket, message, charge)
+    max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
+                                       # empty page) that returned nothing; the next page request trips
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
     max_cycle_periods: int = 2         # the call completing this many rounds of a cycle trips
     max_period: int = 4
@@ -97,7 +108,9 @@ class LoopConfig:
     max_hints: int = 2                 # distinct hints before any further trip stops
     rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
     exempt_tools: frozenset[str] = frozenset()
-    ignore_fields: frozenset[str] = frozenset({"request_id", "timestamp", "trace_id"})
+    ignore_fields: frozenset[str] = frozenset({"request_id", "timestamp", "ts", "trace_id", "span_id", "nonce",
+                                               "correlation_id", "idempotency_key", "attempt", "retry",
+                                               "retry_count", "attempt_number"})
     on_repeat: Literal["stop", "escalate"] = "stop"
 
 
@@ -123,10 +136,16 @@ class LoopGuard(BaseGuard):
     count: int = 0                                               # calls recorded
     hinted: list = field(default_factory=list)                   # trip keys already hinted
     trips: int = 0
+    acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
+    retries: dict[str, list] = field(default_factory=dict)       # sig -> [failures, immediate, after a wait, last]
+    waited: int = -1                                             # index of the last wait-tool call
+    series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
+    irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
+    last: dict[str, list] = field(default_factory=dict)          # tool -> [argument parts, result] of its last call
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
-        self._pending: tuple[str, str, str] | None = None   # call id, sig, target from before_tool
+        self._pending: tuple | None = None  # call id and describe_call() from before_tool
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
 
@@ -145,19 +164,27 @@ class LoopGuard(BaseGuard):
         """The last trip (the one that stopped the run) as the model reads it."""
         return self._said if lang == self._lang else None
 
+    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict]:
+        ignore = self.config.ignore_fields
+        extra = self.irrelevant.get(call.name)
+        return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
+
     # -- hooks -------------------------------------------------------------------
     def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
         cfg = self.config
         if call.name in cfg.exempt_tools:
             return None
         self._language(ctx)
-        sig, target = describe_call(call.name, call.arguments, cfg.ignore_fields)
-        self._pending = (call.id, sig, target)
+        described = self._describe(call)
+        sig = described[0]
+        self._pending = (call.id, *described)
         rules = cfg.rules
         found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", self._said or found[0], found[1])
-        found = (("identical" in rules and self._identical(call, sig))
+        found = (("duplicate_action" in rules and self._duplicate_action(call, sig))
+                 or ("identical" in rules and self._identical(call, sig))
+                 or ("past_end" in rules and self._past_end(call, described))
                  or ("cycle" in rules and self._cycle(sig))
                  or ("near_duplicate" in rules and self._near_duplicate(call))
                  or ("no_progress" in rules and self._no_progress()))
@@ -170,31 +197,56 @@ class LoopGuard(BaseGuard):
             return None
         pending = self._pending
         if pending is not None and pending[0] == call.id:
-            sig, target = pending[1], pending[2]
+            sig, target, skey, parts = pending[1:]
         else:
-            sig, target = describe_call(tool, call.arguments, cfg.ignore_fields)
+            sig, target, skey, parts = self._describe(call)
         self._pending = None
-        rkey = result_hash(result)
+        rkey = result_hash(result, call.arguments)
         ok = result.ok
         action, wait = self._kind(ctx, tool)
-        if ok:
-            kind = _POLL if wait or is_pending(result.data) else _NORMAL
+        index = self.count
+        data = result.data
+        transient = not ok and is_transient(result)
+        if ok and not action and is_submitted(data, call.arguments):
+            action = True                   # a message handed over for delivery ("queued"): sent, not polled
+        if wait:
+            kind = _POLL
+            self.waited = index
+        elif ok:
+            kind = _POLL if not action and is_pending(data) else _NORMAL
         else:
-            kind = _TRANSIENT if is_transient(result) else _NORMAL
+            kind = _TRANSIENT if transient else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
-        if not ok or kind == _POLL:
+        listing = None if action or not ok else self.series.get(skey)
+        if kind != _NORMAL:
             progress = False
+        elif not ok:
+            progress = rkey not in self.seen_results     # another error: the last one was fixed
         elif action:
-            progress = sig not in self.sigs or rkey not in self.seen_results
+            progress = sig not in self.acted
+        elif listing is not None and listing[0] and (empty(result) or rkey in self.seen_results):
+            progress = False                # a page past the end of a listing
+            listing[1] += 1
         elif rkey not in self.seen_results and not empty(result):
             progress = True
         elif tkey and tkey not in self.targets:
             # a new target: progress, unless a read returned the very same data again
-            progress = rkey not in self.seen_results or empty(result) or is_ack(result.data)
+            progress = rkey not in self.seen_results or empty(result) or is_ack(data)
         else:
             progress = False
+        if ok and not action and kind == _NORMAL:
+            if page_end(data) or empty(result):
+                if listing is None:
+                    listing = self.series[skey] = [True, 0]
+                listing[0] = True
+            elif listing is not None and progress:
+                listing[0], listing[1] = False, 0        # the end was not the end
+            sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index)
+        if ok and action:
+            self.acted[sig] = self.acted.get(sig, 0) + 1
+            _bound(self.acted)
+        _bound(self.series)
 
-        index = self.count
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
         self.seen_results[rkey] = self.seen_results.get(rkey, 0) + 1
@@ -206,7 +258,7 @@ class LoopGuard(BaseGuard):
             st[2] = kind
         else:
             self.sigs[sig] = [rkey, 1, kind, index]
-        if kind != _POLL:
+        if kind == _NORMAL:
             if progress:
                 self.tool_streak[tool] = 0
                 self.same_result = ["", 0, False, ""]
@@ -225,6 +277,11 @@ class LoopGuard(BaseGuard):
             self.failed[tool] = [error_signature(result), index]
         elif ok:
             self.failed.pop(tool, None)
+        if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
+            if "retry_budget" in cfg.rules:
+                return self._retry_budget(call, sig, index)
+        else:
+            self.retries.pop(sig, None)
         return None
 
     def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
@@ -272,20 +329,9 @@ class LoopGuard(BaseGuard):
     # -- rules -----------------------------------------------------------------
     def _identical(self, call: ToolCallRequest, sig: str):
         st = self.sigs.get(sig)
-        if st is None:
-            return None
+        if st is None or st[2] == _TRANSIENT:
+            return None                     # a transient failure is the retry budget's business
         cfg = self.config
-        if st[2] == _TRANSIENT:
-            if st[1] <= cfg.max_transient_retries:
-                return None
-            n = st[1] + 1
-            self._say("loop.identical.transient", count=n, tool=call.name, args=_short(call.arguments),
-                      previous=st[1], retries=cfg.max_transient_retries)
-            return ("identical", sig,
-                    f"{_ordinal(n)} attempt of {call.name} ({_short(call.arguments)}): the previous {st[1]} failed "
-                    f"the same transient way; {cfg.max_transient_retries} retries allowed, this one is not made. "
-                    "The service is down for now: say so, use another source, or suggest trying later.",
-                    {"count": n, "limit": cfg.max_transient_retries + 1, "tool": call.name}, "block")
         limit = cfg.max_polls if st[2] == _POLL else cfg.max_identical
         if st[1] < limit:
             return None
@@ -297,6 +343,89 @@ class LoopGuard(BaseGuard):
                 f"{_ordinal(n)} identical call to {call.name} ({_short(call.arguments)}) with an unchanged "
                 f"result{what}; limit {limit}.",
                 {"count": n, "limit": limit, "tool": call.name})
+
+    def _duplicate_action(self, call: ToolCallRequest, sig: str):
+        """A side-effecting call that already succeeded with these arguments: doing it
+        again makes another ticket, message or charge, whatever id it returns."""
+        done = self.acted.get(sig, 0)
+        limit = self.config.max_action_repeats
+        if done < limit:
+            return None
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=done)
+        return ("duplicate_action", sig,
+                f"{call.name} ({_short(call.arguments)}) already succeeded {done} time(s) with these arguments; "
+                "calling it again repeats the side effect (another record, message or charge). Use the result "
+                "you have; if it must be done again, say why first.",
+                {"count": done + 1, "limit": limit, "tool": call.name})
+
+    def _past_end(self, call: ToolCallRequest, described: tuple):
+        """Another page of a listing that already said it ended (``has_more: false``,
+        an empty page) and answered the pages after that with nothing."""
+        sig, _, skey, _ = described
+        if sig == skey:
+            return None                     # no paging argument: not a page request
+        listing = self.series.get(skey)
+        limit = self.config.max_past_end
+        if listing is None or not listing[0] or listing[1] < limit:
+            return None
+        self._say("loop.past_end", tool=call.name, args=_short(call.arguments), count=listing[1])
+        return ("past_end", skey,
+                f"{call.name} ({_short(call.arguments)}): the listing already ended (no more pages) and "
+                f"{listing[1]} page(s) requested after its end returned nothing new; limit {limit}. "
+                "The results are complete: use what the earlier pages returned.",
+                {"count": listing[1] + 1, "limit": limit, "tool": call.name})
+
+    def _retry_budget(self, call: ToolCallRequest, sig: str, index: int) -> Verdict | None:
+        """After a transient failure: the retries of this call so far, immediate or
+        after a wait, against the backoff budget. Within it nothing is said; the
+        failure that uses it up draws a hint (never a block); one more, a stop."""
+        cfg = self.config
+        r = self.retries.get(sig)
+        if r is None:
+            r = self.retries[sig] = [0, 0, 0, index]
+            _bound(self.retries)
+        elif self.waited > r[3]:
+            r[2] += 1
+        else:
+            r[1] += 1
+        r[0] += 1
+        r[3] = index
+        if r[1] < cfg.max_transient_retries and r[1] + r[2] < cfg.max_backoff_retries:
+            return None
+        waited = r[2] > 0 and r[1] < cfg.max_transient_retries
+        limit = cfg.max_backoff_retries if waited else cfg.max_transient_retries
+        how = "with waits between them" if waited else "without waiting between them"
+        self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0],
+                  retries=r[1] + r[2], limit=limit)
+        found = ("retry_budget", sig,
+                 f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times; "
+                 f"{r[1] + r[2]} retries {how} used the budget of {limit}. Do not retry it again now: tell the "
+                 "user the service is failing, use another source, or suggest trying later.",
+                 {"count": r[0], "limit": limit, "tool": call.name})
+        return self._ladder(*found)
+
+    def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int) -> str:
+        """Two calls of a read-only tool in a row that differ only in arguments whose
+        values differ only in digits (a counter, a timestamp, a request uuid) and
+        return the very same substantive data: those arguments change nothing, and
+        the calls are the same call. Returns the signature to record the call under."""
+        prev = self.last.get(tool)
+        self.last[tool] = [parts, rkey]
+        _bound(self.last)
+        if prev is None or prev[1] != rkey or is_ack(data):
+            return sig
+        before = prev[0]
+        diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
+        if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff):
+            return sig
+        known = self.irrelevant.setdefault(tool, [])
+        known += [k for k in diff if k not in known]
+        _bound(self.irrelevant)
+        reduced = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items() if k not in known)}"
+        st = self.sigs.get(reduced)
+        if st is None or st[0] != rkey:
+            self.sigs[reduced] = [rkey, 1, _NORMAL, index]   # the earlier call, now under the reduced signature
+        return reduced
 
     def _cycle(self, sig: str):
         """The incoming call would complete ``max_cycle_periods`` rounds of a
@@ -412,6 +541,8 @@ class LoopGuard(BaseGuard):
         events = ctx.trajectory.events
         for event in events[self.scanned:]:
             if isinstance(event, AgentMessage) and event.kind == "question":
+                if self.asked and self.asked[-1][1] is None:
+                    self.asked[-1][1] = True        # asked again before any reply: left unanswered
                 self.asked.append([sorted(Q.content(event.content)), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
                 self.asked[-1][1] = Q.is_refusal(event.content)
@@ -424,7 +555,11 @@ class LoopGuard(BaseGuard):
                 "tool_streak": dict(self.tool_streak), "same_result": list(self.same_result),
                 "failed": {k: list(v) for k, v in self.failed.items()},
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
-                "hinted": list(self.hinted), "trips": self.trips}
+                "hinted": list(self.hinted), "trips": self.trips, "acted": dict(self.acted),
+                "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
+                "series": {k: list(v) for k, v in self.series.items()},
+                "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
+                "last": {k: [dict(v[0]), v[1]] for k, v in self.last.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -439,6 +574,20 @@ class LoopGuard(BaseGuard):
         self.count = int(state.get("count", 0))
         self.hinted = list(state.get("hinted", []))
         self.trips = int(state.get("trips", 0))
+        self.acted = dict(state.get("acted", {}))
+        self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
+        self.waited = int(state.get("waited", -1))
+        self.series = {k: list(v) for k, v in state.get("series", {}).items()}
+        self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
+        self.last = {k: [dict(v[0]), v[1]] for k, v in state.get("last", {}).items()}
+
+
+_MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
+
+
+def _bound(mapping: dict) -> None:
+    while len(mapping) > _MAX_KEYS:
+        del mapping[next(iter(mapping))]
 
 
 def _last_decision(ctx: GuardContext) -> ModelDecisionEvent | None:
