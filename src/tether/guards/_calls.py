@@ -20,6 +20,7 @@ a call is derived here in one pass and kept as a few strings and flags:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from typing import Any
@@ -106,6 +107,7 @@ _PUNCT = str.maketrans({"。": ".", "、": ",", "“": '"', "”": '"', "„": '
                         "【": "[", "】": "]", "《": "<", "》": ">", "「": '"', "」": '"', "『": '"', "』": '"',
                         "〈": "<", "〉": ">", "—": "-", "–": "-", "‐": "-", "‑": "-", "·": ".", "・": ".",
                         "\u3000": " ", "\u00a0": " "})
+_QUOTES = str.maketrans({"'": '"', "`": '"'})      # quote style: 'x' == "x" == `x`
 _FREE_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"})
 _MAX_NODES = 4000                   # values canonicalised per call or result; beyond, the rest is hashed as is
 
@@ -118,6 +120,7 @@ def norm_text(value: str, free: bool = False) -> str:
         value = unicodedata.normalize("NFKC", value).translate(_PUNCT).casefold()
     else:
         value = value.lower()
+    value = value.translate(_QUOTES)
     if free:
         value = value.translate(_FREE_PUNCT)
     return " ".join(value.split())
@@ -215,8 +218,11 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         if value is None or value == "":
             continue
         if isinstance(value, str):
-            kind = _key_kind(key)
-            text = '"' + norm_text(value, kind == _QUERY) + '"'
+            doc = _json_text(value)
+            if doc is not None:
+                text = canon(doc, ignore)
+            else:
+                text = '"' + norm_text(value, _key_kind(key) == _QUERY) + '"'
         else:
             text = canon(value, ignore, _key_kind(key) == _QUERY)
         part = f"{key}={text}"
@@ -227,6 +233,18 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             series.append(part)
     sig = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items())}"
     return sig, ",".join(targets), f"{tool}:{','.join(series)}", parts
+
+
+def _json_text(value: str) -> Any:
+    """A JSON object or array passed as a string (a filter, a payload): its value,
+    so formatting does not matter; None for any other string."""
+    head = value.lstrip()[:1]
+    if head not in ("{", "[") or len(value) > 20_000:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] = frozenset()) -> str:

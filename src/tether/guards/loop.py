@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import i18n
+from .._assess import is_empty_data
 from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMessage
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
@@ -86,16 +87,21 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
-    max_transient_retries: int = 2     # immediate retries of a call failing transiently (5xx, timeout, 429):
-                                       # the failure that uses them up draws a hint, never a block
-    max_backoff_retries: int = 4       # retries when the agent waits between attempts (a wait / sleep tool):
-                                       # 5 attempts in all, the SDK retry budgets' upper end (tether's HTTP
-                                       # client makes 4, botocore's legacy mode 5); the 4th failed retry hints
+    max_transient_retries: int = 4     # retries of a call failing transiently (5xx, timeout, 429): 5 attempts
+                                       # in all, the upper end of SDK retry budgets (tether's HTTP client makes
+                                       # 4, botocore's legacy mode 5). The failure that uses them up draws a
+                                       # hint, never a block; one more failure stops
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
                                        # empty page) that returned nothing; the next page request trips
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
+    max_busy_polls: int = 3            # ... unchanged pending answers in a row with no wait between the polls
+                                       # (no wait tool, less than ``poll_interval_s`` apart)
+    poll_interval_s: float = 5.0
+    max_same_answer: int = 3           # calls of one read-only tool in a row, arguments reworded, that returned
+                                       # the very same substantive data: the last one trips (after its result)
+    outage_hint_tools: int = 3         # tools failing the same way (within outage_window) that draw a hint
     max_cycle_periods: int = 2         # the call completing this many rounds of a cycle trips
     max_period: int = 4
     max_near_duplicates: int = 4       # calls of one tool in a row without progress
@@ -141,7 +147,8 @@ class LoopGuard(BaseGuard):
     waited: int = -1                                             # index of the last wait-tool call
     series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
-    last: dict[str, list] = field(default_factory=dict)          # tool -> [argument parts, result] of its last call
+    last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
+    polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -246,6 +253,8 @@ class LoopGuard(BaseGuard):
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
         _bound(self.series)
+        if kind == _POLL and not wait:
+            self._poll(sig, rkey, ctx.elapsed_s)
 
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
@@ -279,10 +288,69 @@ class LoopGuard(BaseGuard):
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
             if "retry_budget" in cfg.rules:
-                return self._retry_budget(call, sig, index)
+                found = self._retry_budget(call, sig, index)
+                if found is not None:
+                    return found
         else:
             self.retries.pop(sig, None)
+        if not ok and "outage" in cfg.rules and result.source not in ("runner", "guard", "approval"):
+            found = self._outage_seen(tool)
+            if found is not None:
+                return self._ladder(*found)
+        if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules:
+            found = self._same_answer(call)
+            if found is not None:
+                return self._ladder(*found)
         return None
+
+    def _poll(self, sig: str, rkey: str, at_s: float) -> None:
+        """Count the unchanged pending answers of a poll that came without a wait
+        before them (no wait tool call since the last poll, and less than
+        ``poll_interval_s`` of wall clock)."""
+        st = self.sigs.get(sig)
+        p = self.polls.get(sig)
+        unchanged = st is not None and st[0] == rkey and st[1] > 0
+        if p is None or not unchanged:
+            self.polls[sig] = [0, at_s, self.count]
+            _bound(self.polls)
+            return
+        waited = self.waited > p[2] or at_s - p[1] >= self.config.poll_interval_s
+        p[0] = 0 if waited else p[0] + 1
+        p[1], p[2] = at_s, self.count
+
+    def _same_answer(self, call: ToolCallRequest):
+        """A read-only tool asked again in other words (the arguments changed) for
+        the ``max_same_answer``-th time in a row returned the very same data."""
+        last = self.last.get(call.name)
+        if last is None or len(last) < 3:
+            return None
+        n, limit = last[2], self.config.max_same_answer
+        if n < limit:
+            return None
+        self._say("loop.same_answer", tool=call.name, count=n)
+        return ("near_duplicate", f"same:{call.name}",
+                f"the last {n} calls to {call.name}, with reworded arguments, all returned the very same data; "
+                f"limit {limit - 1}. Rewording will not find more: use what it returned (open a result, read the "
+                "page) or answer with what you have.",
+                {"count": n, "limit": limit - 1, "tool": call.name})
+
+    def _outage_seen(self, tool: str):
+        """After a failure: ``outage_hint_tools`` different tools have now failed with
+        the same error within ``outage_window`` calls (the tool's name masked)."""
+        own = self.failed.get(tool)
+        if own is None:
+            return None
+        cfg = self.config
+        horizon = self.count - cfg.outage_window
+        group = sorted(t for t, f in self.failed.items() if f[0] == own[0] and f[1] >= horizon)
+        if len(group) < cfg.outage_hint_tools:
+            return None
+        kind = own[0].split("|", 1)[0]
+        self._say("loop.outage", failed_tools=len(group), error_type=kind, tool=tool)
+        return ("outage", own[0],
+                f"systemic outage: {len(group)} tools ({', '.join(group)}) failed the same way ({kind}); do not "
+                "call them again. Explain the outage to the user or use another source.",
+                {"failed_tools": len(group), "limit": cfg.outage_hint_tools - 1, "error_type": kind})
 
     def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
         decision = getattr(response, "decision", None) or _last_decision(ctx)
@@ -333,7 +401,10 @@ class LoopGuard(BaseGuard):
             return None                     # a transient failure is the retry budget's business
         cfg = self.config
         limit = cfg.max_polls if st[2] == _POLL else cfg.max_identical
-        if st[1] < limit:
+        busy = self.polls.get(sig, (0,))[0] if st[2] == _POLL else 0
+        if busy >= cfg.max_busy_polls and st[1] > busy:
+            limit = st[1]                   # polled again and again without waiting
+        elif st[1] < limit:
             return None
         n = st[1] + 1
         what = " still pending" if st[2] == _POLL else ""
@@ -376,32 +447,26 @@ class LoopGuard(BaseGuard):
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
     def _retry_budget(self, call: ToolCallRequest, sig: str, index: int) -> Verdict | None:
-        """After a transient failure: the retries of this call so far, immediate or
-        after a wait, against the backoff budget. Within it nothing is said; the
-        failure that uses it up draws a hint (never a block); one more, a stop."""
+        """After a transient failure: the retries of this call so far against the
+        budget. Within it nothing is said; the failure that uses it up draws a
+        hint (never a block); one more, a stop."""
         cfg = self.config
         r = self.retries.get(sig)
         if r is None:
-            r = self.retries[sig] = [0, 0, 0, index]
+            r = self.retries[sig] = [0, index]
             _bound(self.retries)
-        elif self.waited > r[3]:
-            r[2] += 1
-        else:
-            r[1] += 1
         r[0] += 1
-        r[3] = index
-        if r[1] < cfg.max_transient_retries and r[1] + r[2] < cfg.max_backoff_retries:
+        r[1] = index
+        retried = r[0] - 1
+        if retried < cfg.max_transient_retries:
             return None
-        waited = r[2] > 0 and r[1] < cfg.max_transient_retries
-        limit = cfg.max_backoff_retries if waited else cfg.max_transient_retries
-        how = "with waits between them" if waited else "without waiting between them"
-        self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0],
-                  retries=r[1] + r[2], limit=limit)
+        self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0], retries=retried,
+                  limit=cfg.max_transient_retries)
         found = ("retry_budget", sig,
                  f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times; "
-                 f"{r[1] + r[2]} retries {how} used the budget of {limit}. Do not retry it again now: tell the "
-                 "user the service is failing, use another source, or suggest trying later.",
-                 {"count": r[0], "limit": limit, "tool": call.name})
+                 f"{retried} retries used the budget of {cfg.max_transient_retries}. Do not retry it again now: "
+                 "tell the user the service is failing, use another source, or suggest trying later.",
+                 {"count": r[0], "limit": cfg.max_transient_retries, "tool": call.name})
         return self._ladder(*found)
 
     def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int) -> str:
@@ -410,9 +475,10 @@ class LoopGuard(BaseGuard):
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
-        self.last[tool] = [parts, rkey]
+        same = prev is not None and prev[1] == rkey and not is_ack(data) and not is_empty_data(data)
+        self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if same and prev[0] != parts else 1]
         _bound(self.last)
-        if prev is None or prev[1] != rkey or is_ack(data):
+        if not same:
             return sig
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
@@ -559,7 +625,8 @@ class LoopGuard(BaseGuard):
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
-                "last": {k: [dict(v[0]), v[1]] for k, v in self.last.items()}}
+                "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
+                "polls": {k: list(v) for k, v in self.polls.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -579,7 +646,8 @@ class LoopGuard(BaseGuard):
         self.waited = int(state.get("waited", -1))
         self.series = {k: list(v) for k, v in state.get("series", {}).items()}
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
-        self.last = {k: [dict(v[0]), v[1]] for k, v in state.get("last", {}).items()}
+        self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
+        self.polls = {k: list(v) for k, v in state.get("polls", {}).items()}
 
 
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
