@@ -48,8 +48,12 @@ ACTION_VERBS = frozenset({
     "deploy", "disable", "edit", "enable", "forward", "insert", "invite", "label", "like", "mark", "merge", "modify",
     "move", "mute", "notify", "order", "patch", "pay", "post", "publish", "put", "refund", "register", "reject",
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
-    "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write",
+    "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write", "replace", "append",
+    "overwrite", "commit", "push", "enqueue", "dispatch", "trigger", "charge", "purchase", "buy", "reserve", "make",
 })
+# Verbs that bring a new object into being: two of them with the same content are two copies.
+CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
+                          "schedule", "upload"})
 # Verbs that, first in a tool's name, mark a read whatever follows (``query_order``).
 READ_VERBS = frozenset({
     "get", "list", "query", "search", "fetch", "read", "find", "lookup", "look", "check", "describe", "show", "view",
@@ -356,6 +360,7 @@ def is_submitted(data: Any, arguments: dict[str, Any]) -> bool:
 
 
 _DIGITS = re.compile(r"\d+")
+_COPY = re.compile(r"\s*\(\d+\)")
 _HEX_RUN = re.compile(r"[0-9a-f]{4,}")
 
 
@@ -364,6 +369,8 @@ def volatile_pair(a: str | None, b: str | None) -> bool:
     timestamp: ``noop1`` / ``noop2``) or in runs of hex digits (a request uuid)."""
     if a is None or b is None:
         return False
+    if _COPY.sub("", a) == _COPY.sub("", b):
+        return True                         # a numbered copy: "notes.md" / "notes (1).md"
     return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
 
 
@@ -386,12 +393,20 @@ def page_end(data: Any) -> bool:
     return False
 
 
+_PATHS = re.compile(r"\S*[/\\]\S*")
+
+
+def is_create_name(tool: str) -> bool:
+    return any(t.casefold() in CREATE_VERBS for t in _NAME_TOKEN.findall(tool))
+
+
 def is_transient(result: ToolResultEvent) -> bool:
     """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
-    quota or billing limit does not, whatever its status code."""
+    quota or billing limit does not, whatever its status code. Paths and URLs
+    in the text are not read (a branch named ``feat/ratelimit``)."""
     if result.ok:
         return False
-    text = result.error or ""
+    text = _PATHS.sub(" ", result.error or "")
     if _NOT_TRANSIENT.search(text):
         return False
     if (result.error_type or "").casefold() in TRANSIENT_TYPES:

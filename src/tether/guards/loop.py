@@ -65,6 +65,7 @@ from ._calls import (
     error_signature,
     is_ack,
     is_action_name,
+    is_create_name,
     is_pending,
     is_submitted,
     is_transient,
@@ -143,11 +144,12 @@ class LoopGuard(BaseGuard):
     hinted: list = field(default_factory=list)                   # trip keys already hinted
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
-    retries: dict[str, list] = field(default_factory=dict)       # sig -> [failures, immediate, after a wait, last]
+    retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index]
     waited: int = -1                                             # index of the last wait-tool call
     series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
+    created: dict[str, list] = field(default_factory=dict)       # create tool + content -> [targets, count]
     polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
 
     def __post_init__(self) -> None:
@@ -189,10 +191,11 @@ class LoopGuard(BaseGuard):
         found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", self._said or found[0], found[1])
-        found = (("duplicate_action" in rules and self._duplicate_action(call, sig))
+        found = (("duplicate_action" in rules and (self._duplicate_action(call, sig)
+                                                    or (self.created and self._duplicate_create(call, described))))
                  or ("identical" in rules and self._identical(call, sig))
                  or ("past_end" in rules and self._past_end(call, described))
-                 or ("cycle" in rules and self._cycle(sig))
+                 or ("cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
                  or ("near_duplicate" in rules and self._near_duplicate(call))
                  or ("no_progress" in rules and self._no_progress()))
         return self._ladder(*found) if found else None
@@ -252,6 +255,8 @@ class LoopGuard(BaseGuard):
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
+            if is_create_name(tool):
+                self._created(tool, parts)
         _bound(self.series)
         if kind == _POLL and not wait:
             self._poll(sig, rkey, ctx.elapsed_s)
@@ -288,11 +293,11 @@ class LoopGuard(BaseGuard):
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
             if "retry_budget" in cfg.rules:
-                found = self._retry_budget(call, sig, index)
+                found = self._retry_budget(call, tool, index)
                 if found is not None:
                     return found
-        else:
-            self.retries.pop(sig, None)
+        elif ok or kind == _NORMAL:
+            self.retries.pop(tool, None)
         if not ok and "outage" in cfg.rules and result.source not in ("runner", "guard", "approval"):
             found = self._outage_seen(tool)
             if found is not None:
@@ -402,9 +407,16 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         limit = cfg.max_polls if st[2] == _POLL else cfg.max_identical
         busy = self.polls.get(sig, (0,))[0] if st[2] == _POLL else 0
-        if busy >= cfg.max_busy_polls and st[1] > busy:
-            limit = st[1]                   # polled again and again without waiting
-        elif st[1] < limit:
+        if busy >= cfg.max_busy_polls and st[1] > busy and f"identical:busy:{sig}" not in self.hinted:
+            # polled again and again without waiting: one hint, then the poll limit as usual
+            self._say("loop.identical.poll", count=st[1] + 1, tool=call.name, args=_short(call.arguments),
+                      limit=busy)
+            return ("identical", f"busy:{sig}",
+                    f"{_ordinal(st[1] + 1)} poll of {call.name} ({_short(call.arguments)}) with the same pending "
+                    f"answer and no wait between the last {busy + 1}; wait (a sleep tool, or longer) before the "
+                    "next one, or do something else meanwhile.",
+                    {"count": st[1] + 1, "limit": busy, "tool": call.name})
+        if st[1] < limit:
             return None
         n = st[1] + 1
         what = " still pending" if st[2] == _POLL else ""
@@ -429,6 +441,38 @@ class LoopGuard(BaseGuard):
                 "you have; if it must be done again, say why first.",
                 {"count": done + 1, "limit": limit, "tool": call.name})
 
+    def _created(self, tool: str, parts: dict) -> None:
+        """Remember a successful create by its content (the arguments that are not
+        targets) and the targets it went to."""
+        content = {k: v for k, v in parts.items() if not _target_part(k, v)}
+        key = f"{tool}\x00{content}"
+        entry = self.created.get(key)
+        if entry is None:
+            self.created[key] = [{k: v for k, v in parts.items() if k not in content}, 1]
+            _bound(self.created)
+        else:
+            entry[1] += 1
+
+    def _duplicate_create(self, call: ToolCallRequest, described: tuple):
+        """A create whose content (title, body: at least ``_MIN_CONTENT`` characters)
+        already made an object, sent to a target that differs only in a number
+        (``changes/1.5.46 (1).md``, branch ``updates-2``): another copy."""
+        _, _, _, parts = described
+        content = {k: v for k, v in parts.items() if not _target_part(k, v)}
+        if sum(len(v) for v in content.values()) < _MIN_CONTENT:
+            return None
+        entry = self.created.get(f"{call.name}\x00{content}")
+        if entry is None:
+            return None
+        targets = {k: v for k, v in parts.items() if k not in content}
+        if targets.keys() != entry[0].keys() or not all(volatile_pair(entry[0][k], v) for k, v in targets.items()):
+            return None
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=entry[1])
+        return ("duplicate_action", f"create:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) creates the same content a {_ordinal(entry[1] + 1)} time, "
+                "only its name numbered anew: another copy, not new work. Use the one already created.",
+                {"count": entry[1] + 1, "limit": 1, "tool": call.name})
+
     def _past_end(self, call: ToolCallRequest, described: tuple):
         """Another page of a listing that already said it ended (``has_more: false``,
         an empty page) and answered the pages after that with nothing."""
@@ -447,8 +491,9 @@ class LoopGuard(BaseGuard):
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
     def _retry_budget(self, call: ToolCallRequest, sig: str, index: int) -> Verdict | None:
-        """After a transient failure: the retries of this call so far against the
-        budget. Within it nothing is said; the failure that uses it up draws a
+        """After a transient failure: the transient failures of this tool in a row
+        (whatever its arguments: a backoff or attempt counter in them changes
+        nothing) against the budget. Within it nothing is said; the failure that uses it up draws a
         hint (never a block); one more, a stop."""
         cfg = self.config
         r = self.retries.get(sig)
@@ -522,6 +567,25 @@ class LoopGuard(BaseGuard):
                         f"unchanged results; limit {rounds - 1}.",
                         {"period": p, "rounds": rounds, "limit": rounds - 1, "tools": chain})
         return None
+
+    def _replay(self, call: ToolCallRequest, sig: str):
+        """A run of work started over: this call and the one before it both repeat
+        earlier calls (other calls in between) that got the very same results."""
+        st = self.sigs.get(sig)
+        if st is None or st[2] != _NORMAL or st[1] < 1 or not self.calls:
+            return None
+        prev = self.calls[-1]
+        if prev[_SIG] == sig or prev[_KIND] != _NORMAL or prev[_PROGRESS]:
+            return None
+        pst = self.sigs.get(prev[_SIG])
+        if pst is None or pst[1] < 2 or pst[0] != prev[_RESULT]:
+            return None
+        self._say("loop.replay", tool=call.name)
+        return ("cycle", "replay",
+                f"{call.name} ({_short(call.arguments)}) and the call before it repeat earlier calls that got the "
+                "very same results: the work is being started over. Use what those calls returned and go on "
+                "from where you were.",
+                {"period": 0, "rounds": 2, "limit": 1, "tools": f"{prev[_TOOL]} -> {call.name}"})
 
     def _near_duplicate(self, call: ToolCallRequest):
         streak = self.tool_streak.get(call.name, 0)
@@ -626,7 +690,8 @@ class LoopGuard(BaseGuard):
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "polls": {k: list(v) for k, v in self.polls.items()}}
+                "polls": {k: list(v) for k, v in self.polls.items()},
+                "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -648,6 +713,15 @@ class LoopGuard(BaseGuard):
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
         self.polls = {k: list(v) for k, v in state.get("polls", {}).items()}
+        self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
+
+
+_MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
+
+
+def _target_part(key: str, text: str) -> bool:
+    from ._calls import _is_target
+    return _is_target(key, text[1:-1] if text.startswith('"') else text)
 
 
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
