@@ -20,7 +20,8 @@ Three sets, printed apart:
 
 Each item is converted to a tether trajectory (the events ``tether
 guard-check`` reads: model request and decision, tool call and result, or a
-question to the user and the reply) and fed through the reference stack by
+question to the user and the reply; items carry no timing, so each model turn
+is given 2 s, every other event 40 ms) and fed through the reference stack by
 tether's offline path (:func:`tether.guards.offline.check_trace`). Measures:
 
 * recall: loop items on which a guard tripped (hint, block or stop) by the
@@ -66,6 +67,9 @@ CORPUS_ROOT = ROOT / "tests" / "data" / "loop_corpus"
 HALVES = ("tuning", "heldout")
 MAX_FILE_BYTES = 4_000_000
 MAX_ACTIONS = 5_000
+# The items carry no timing; they are runs of LLM agents, so each model turn is
+# given 2 s (a short LLM turn), every other event 40 ms. The same for every item.
+TURN_MS = 2000.0
 
 
 @dataclass
@@ -141,7 +145,7 @@ def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
     clock = [0.0]
 
     def add(event: Any) -> None:
-        clock[0] += 40.0
+        clock[0] += TURN_MS if isinstance(event, ModelDecisionEvent) else 40.0
         event.at_ms = clock[0]
         t.append(event)
 

@@ -88,10 +88,13 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
-    max_transient_retries: int = 4     # retries of a call failing transiently (5xx, timeout, 429): 5 attempts
+    max_transient_retries: int = 4     # retries of a tool failing transiently (5xx, timeout, 429): 5 attempts
                                        # in all, the upper end of SDK retry budgets (tether's HTTP client makes
                                        # 4, botocore's legacy mode 5). The failure that uses them up draws a
-                                       # hint, never a block; one more failure stops
+                                       # hint, never a block; the next attempt stops
+    max_immediate_retries: int = 2     # ... of them made less than min_retry_gap_s after the failure with no
+                                       # wait tool between: hammering a failing service (SDKs wait 0.5 s+)
+    min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
@@ -144,7 +147,8 @@ class LoopGuard(BaseGuard):
     hinted: list = field(default_factory=list)                   # trip keys already hinted
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
-    retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index]
+    retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
+                                                                 #          its time (s), immediate retries]
     waited: int = -1                                             # index of the last wait-tool call
     series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
@@ -191,7 +195,8 @@ class LoopGuard(BaseGuard):
         found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", self._said or found[0], found[1])
-        found = (("duplicate_action" in rules and (self._duplicate_action(call, sig)
+        found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
+                 or ("duplicate_action" in rules and (self._duplicate_action(call, sig)
                                                     or (self.created and self._duplicate_create(call, described))))
                  or ("identical" in rules and self._identical(call, sig))
                  or ("past_end" in rules and self._past_end(call, described))
@@ -293,7 +298,7 @@ class LoopGuard(BaseGuard):
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
             if "retry_budget" in cfg.rules:
-                found = self._retry_budget(call, tool, index)
+                found = self._retry_budget(call, tool, index, ctx.elapsed_s)
                 if found is not None:
                     return found
         elif ok or kind == _NORMAL:
@@ -490,29 +495,47 @@ class LoopGuard(BaseGuard):
                 "The results are complete: use what the earlier pages returned.",
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
-    def _retry_budget(self, call: ToolCallRequest, sig: str, index: int) -> Verdict | None:
+    def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Verdict | None:
         """After a transient failure: the transient failures of this tool in a row
         (whatever its arguments: a backoff or attempt counter in them changes
-        nothing) against the budget. Within it nothing is said; the failure that uses it up draws a
-        hint (never a block); one more, a stop."""
+        nothing) against the budget. A retry made less than ``min_retry_gap_s``
+        after the last failure with no wait tool between hammers the service and
+        counts against ``max_immediate_retries``; the others against
+        ``max_transient_retries``. Within the budget nothing is said; the failure
+        that uses it up draws a hint (never a block); the next attempt stops."""
         cfg = self.config
-        r = self.retries.get(sig)
+        r = self.retries.get(tool)
         if r is None:
-            r = self.retries[sig] = [0, index]
+            r = self.retries[tool] = [0, index, at_s, 0]
             _bound(self.retries)
+        elif self.waited <= r[1] and at_s - r[2] < cfg.min_retry_gap_s:
+            r[3] += 1
         r[0] += 1
-        r[1] = index
+        r[1], r[2] = index, at_s
         retried = r[0] - 1
-        if retried < cfg.max_transient_retries:
+        if retried < cfg.max_transient_retries and r[3] < cfg.max_immediate_retries:
             return None
+        hammering = r[3] >= cfg.max_immediate_retries
+        limit = cfg.max_immediate_retries if hammering else cfg.max_transient_retries
+        how = " in quick succession" if hammering else ""
         self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0], retries=retried,
-                  limit=cfg.max_transient_retries)
-        found = ("retry_budget", sig,
+                  limit=limit)
+        found = ("retry_budget", tool,
                  f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times; "
-                 f"{retried} retries used the budget of {cfg.max_transient_retries}. Do not retry it again now: "
+                 f"{retried} retries{how} used the budget of {limit}. Do not retry it again now: "
                  "tell the user the service is failing, use another source, or suggest trying later.",
-                 {"count": r[0], "limit": cfg.max_transient_retries, "tool": call.name})
+                 {"count": r[0], "limit": limit, "tool": call.name})
         return self._ladder(*found)
+
+    def _retry_spent(self, call: ToolCallRequest):
+        """An attempt at a tool whose retry budget was used up and hinted: the ladder's stop."""
+        if f"retry_budget:{call.name}" not in self.hinted or call.name not in self.retries:
+            return None
+        r = self.retries[call.name]
+        return ("retry_budget", call.name,
+                f"{call.name} ({_short(call.arguments)}): {r[0]} transient failures in a row and the retry budget "
+                "is used up; this attempt is not made.",
+                {"count": r[0] + 1, "limit": r[0] - 1, "tool": call.name})
 
     def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int) -> str:
         """Two calls of a read-only tool in a row that differ only in arguments whose
