@@ -256,12 +256,16 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
 
 
 def is_action_name(tool: str) -> bool:
-    """A side-effecting tool by its name: a write verb in it, and not a read verb
-    first (``query_order`` reads, ``crm_tag_customer`` writes)."""
-    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
-    if tokens and tokens[0] in READ_VERBS:
-        return False
-    return any(t in ACTION_VERBS for t in tokens)
+    """A side-effecting tool by its name: the first verb in it (after a vendor
+    prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
+    write verb."""
+    for token in _NAME_TOKEN.findall(tool):
+        t = token.casefold()
+        if t in READ_VERBS:
+            return False
+        if t in ACTION_VERBS:
+            return True
+    return False
 
 
 def _digest(text: str) -> str:
