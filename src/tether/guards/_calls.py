@@ -162,6 +162,62 @@ def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list) -> str:
     return repr(value)
 
 
+_DUMPS = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
+def canon_result(data: Any) -> str:
+    """The compare form of a tool's data, built for speed (it runs on every
+    result): lists sorted at every depth (a set of results in another order is
+    the same set), keys sorted, then NFKC, CJK punctuation folded, case folded and
+    whitespace collapsed over the whole JSON text in one pass each."""
+    if isinstance(data, (dict, list)):
+        try:
+            text = _DUMPS(_lists_sorted(data, [_MAX_NODES]))
+        except (TypeError, ValueError, RecursionError):
+            text = repr(data)
+    elif isinstance(data, str):
+        text = data
+    else:
+        text = repr(data)
+    if not text.isascii():
+        return " ".join(unicodedata.normalize("NFKC", text).translate(_PUNCT).casefold().split())
+    return " ".join(text.lower().split())
+
+
+def _lists_sorted(value: Any, budget: list) -> Any:
+    """``value`` with every list of two or more items sorted; untouched parts are
+    returned as they are (no copy)."""
+    budget[0] -= 1
+    if budget[0] <= 0:
+        return value
+    kind = type(value)
+    if kind is dict:
+        out = None
+        for k, v in value.items():
+            if type(v) in _CONTAINERS:
+                w = _lists_sorted(v, budget)
+                if w is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = w
+        return value if out is None else out
+    if kind is list:
+        items = [_lists_sorted(v, budget) if type(v) in _CONTAINERS else v for v in value]
+        if len(items) < 2:
+            return value if not items or items[0] is value[0] else items
+        return sorted(items, key=_sort_key)
+    return value
+
+
+_CONTAINERS = (dict, list)
+
+
+def _sort_key(value: Any) -> str:
+    if isinstance(value, str):
+        return "s" + value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
 _QUERY, _TARGET, _BY_VALUE = 0, 1, 2
 
@@ -213,30 +269,49 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
 
     All are keys for equality, never parsed back."""
     parts: dict[str, str] = {}
+    sig: list[str] = []
     targets: list[str] = []
     series: list[str] = []
-    for key in sorted(arguments, key=str):
+    paged = False
+    keys = sorted(arguments) if len(arguments) > 1 else arguments
+    for key in keys:
         if key in ignore:
             continue
         value = arguments[key]
-        if value is None or value == "":
-            continue
+        kind = _KEY_KIND.get(key)
+        if kind is None:
+            kind = _key_kind(key)
         if isinstance(value, str):
-            doc = _json_text(value)
-            if doc is not None:
-                text = canon(doc, ignore)
+            if not value:
+                continue
+            if value[0] in "{[" or value.lstrip()[:1] in ("{", "["):
+                doc = _json_text(value)
+                text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
             else:
-                text = '"' + norm_text(value, _key_kind(key) == _QUERY) + '"'
+                text = '"' + norm_text(value, kind == _QUERY) + '"'
+            target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
+                                         and _ID_CHARS.search(value) is not None)
+        elif value is None:
+            continue
+        elif isinstance(value, bool):
+            text, target = repr(value), kind == _TARGET
+        elif isinstance(value, int):
+            text, target = repr(value), kind != _QUERY
         else:
-            text = canon(value, ignore, _key_kind(key) == _QUERY)
+            text = canon(value, ignore, kind == _QUERY)
+            target = _is_target(key, value)
         part = f"{key}={text}"
         parts[key] = text
-        if _is_target(key, value):
+        sig.append(part)
+        if target:
             targets.append(part)
-        if not is_page_key(key):
+        if is_page_key(key):
+            paged = True
+        else:
             series.append(part)
-    sig = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items())}"
-    return sig, ",".join(targets), f"{tool}:{','.join(series)}", parts
+    head = tool + ":"
+    signature = head + ",".join(sig)
+    return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts
 
 
 def _json_text(value: str) -> Any:
@@ -295,7 +370,7 @@ def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None
     """A short stable key for "the same result": the canonical data (key order,
     list order, Unicode form do not matter) or the masked error, hashed when
     longer than 40 characters."""
-    text = canon(result.data) if result.ok else "!" + mask_error(result, arguments)
+    text = canon_result(result.data) if result.ok else "!" + mask_error(result, arguments)
     return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
 
 
@@ -381,20 +456,25 @@ def volatile_pair(a: str | None, b: str | None) -> bool:
 def page_end(data: Any) -> bool:
     """The listing says it has ended: ``has_more: false``, a next cursor / page /
     token that is null or empty, ``is_last: true``, at the top level or one
-    level down (``{"page": {"has_more": false}}``, ``{"links": {}}`` is not
+    level down (``{"page": {"has_more": false}}``; ``{"links": {}}`` is not
     enough)."""
     if not isinstance(data, dict):
         return False
     for level in (data, *(v for v in data.values() if isinstance(v, dict))):
         for key, value in level.items():
-            k = key.casefold().replace("_", "").replace("-", "")
-            if k in _MORE_FLAGS and value is False:
-                return True
-            if k in _LAST_FLAGS and value is True:
-                return True
-            if k in _NEXT_KEYS and (value is None or value == ""):
+            kind = _FLAG_KIND.get(key)
+            if kind is None:
+                k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+                kind = 1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS else 0
+                if len(_FLAG_KIND) < 4096:
+                    _FLAG_KIND[key] = kind
+            if kind and ((kind == 1 and value is False) or (kind == 2 and value is True)
+                         or (kind == 3 and (value is None or value == ""))):
                 return True
     return False
+
+
+_FLAG_KIND: dict[Any, int] = {}
 
 
 _PATHS = re.compile(r"\S*[/\\]\S*")

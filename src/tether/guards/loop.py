@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import i18n
-from .._assess import is_empty_data
 from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMessage
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
@@ -179,7 +178,7 @@ class LoopGuard(BaseGuard):
 
     def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict]:
         ignore = self.config.ignore_fields
-        extra = self.irrelevant.get(call.name)
+        extra = self.irrelevant.get(call.name) if self.irrelevant else None
         return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
 
     # -- hooks -------------------------------------------------------------------
@@ -221,17 +220,20 @@ class LoopGuard(BaseGuard):
         action, wait = self._kind(ctx, tool)
         index = self.count
         data = result.data
-        transient = not ok and is_transient(result)
-        if ok and not action and is_submitted(data, call.arguments):
-            action = True                   # a message handed over for delivery ("queued"): sent, not polled
         if wait:
             kind = _POLL
             self.waited = index
         elif ok:
-            kind = _POLL if not action and is_pending(data) else _NORMAL
+            kind = _NORMAL
+            if not action and is_pending(data):
+                if is_submitted(data, call.arguments):
+                    action = True           # a message handed over for delivery ("queued"): sent, not polled
+                else:
+                    kind = _POLL
         else:
-            kind = _TRANSIENT if transient else _NORMAL
+            kind = _TRANSIENT if is_transient(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
+        nothing = ok and empty(result)
         listing = None if action or not ok else self.series.get(skey)
         if kind != _NORMAL:
             progress = False
@@ -239,24 +241,24 @@ class LoopGuard(BaseGuard):
             progress = rkey not in self.seen_results     # another error: the last one was fixed
         elif action:
             progress = sig not in self.acted
-        elif listing is not None and listing[0] and (empty(result) or rkey in self.seen_results):
+        elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
             progress = False                # a page past the end of a listing
             listing[1] += 1
-        elif rkey not in self.seen_results and not empty(result):
+        elif rkey not in self.seen_results and not nothing:
             progress = True
         elif tkey and tkey not in self.targets:
             # a new target: progress, unless a read returned the very same data again
-            progress = rkey not in self.seen_results or empty(result) or is_ack(data)
+            progress = rkey not in self.seen_results or nothing or is_ack(data)
         else:
             progress = False
         if ok and not action and kind == _NORMAL:
-            if page_end(data) or empty(result):
+            if nothing or (skey != sig and page_end(data)):
                 if listing is None:
                     listing = self.series[skey] = [True, 0]
                 listing[0] = True
             elif listing is not None and progress:
                 listing[0], listing[1] = False, 0        # the end was not the end
-            sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index)
+            sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing)
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
@@ -307,7 +309,8 @@ class LoopGuard(BaseGuard):
             found = self._outage_seen(tool)
             if found is not None:
                 return self._ladder(*found)
-        if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules:
+        if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
+                and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
@@ -537,13 +540,14 @@ class LoopGuard(BaseGuard):
                 "is used up; this attempt is not made.",
                 {"count": r[0] + 1, "limit": r[0] - 1, "tool": call.name})
 
-    def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int) -> str:
+    def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int,
+                          nothing: bool) -> str:
         """Two calls of a read-only tool in a row that differ only in arguments whose
         values differ only in digits (a counter, a timestamp, a request uuid) and
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
-        same = prev is not None and prev[1] == rkey and not is_ack(data) and not is_empty_data(data)
+        same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
         self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if same and prev[0] != parts else 1]
         _bound(self.last)
         if not same:
