@@ -282,7 +282,8 @@ class LoopGuard(BaseGuard):
         if kind == _NORMAL:
             if progress:
                 self.tool_streak[tool] = 0
-                self.same_result = ["", 0, False, ""]
+                # a new error is progress for the tool (the last one was fixed), and the first of a run
+                self.same_result = ["", 0, False, ""] if ok else [rkey, 1, False, sig]
             else:
                 self.tool_streak[tool] = self.tool_streak.get(tool, 0) + 1
                 run = self.same_result
