@@ -453,6 +453,22 @@ def volatile_pair(a: str | None, b: str | None) -> bool:
     return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
 
 
+_COPY_MARK = re.compile(r"\s*\(\d+\)")
+_COUNTER = re.compile(r"[-_ ]\d+(?=\.[a-z0-9]+\"?$|\"?$)")
+
+
+def numbered_copy(a: str | None, b: str | None) -> bool:
+    """Two names of one thing numbered apart, the way a tool de-duplicates them:
+    ``notes.md`` / ``notes (1).md``, or ``updates-1`` / ``updates-2`` when the
+    name has no other digits (a date is not a numbered name)."""
+    if a is None or b is None or a == b:
+        return False
+    if _COPY_MARK.sub("", a) == _COPY_MARK.sub("", b):
+        return True
+    base = _COUNTER.sub("", a)
+    return base == _COUNTER.sub("", b) and any(c.isalpha() for c in base) and not any(c.isdigit() for c in base)
+
+
 def page_end(data: Any) -> bool:
     """The listing says it has ended: ``has_more: false``, a next cursor / page /
     token that is null or empty, ``is_last: true``, at the top level or one

@@ -71,6 +71,7 @@ from ._calls import (
     is_wait_name,
     page_end,
     result_hash,
+    numbered_copy,
     volatile_pair,
 )
 
@@ -152,7 +153,7 @@ class LoopGuard(BaseGuard):
     series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
-    created: dict[str, list] = field(default_factory=dict)       # create tool + content -> [targets, count]
+    created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
     polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
 
     def __post_init__(self) -> None:
@@ -451,36 +452,35 @@ class LoopGuard(BaseGuard):
                 {"count": done + 1, "limit": limit, "tool": call.name})
 
     def _created(self, tool: str, parts: dict) -> None:
-        """Remember a successful create by its content (the arguments that are not
-        targets) and the targets it went to."""
-        content = {k: v for k, v in parts.items() if not _target_part(k, v)}
-        key = f"{tool}\x00{content}"
-        entry = self.created.get(key)
-        if entry is None:
-            self.created[key] = [{k: v for k, v in parts.items() if k not in content}, 1]
-            _bound(self.created)
-        else:
-            entry[1] += 1
+        """Remember the last successful create of a tool (its arguments) and how
+        many numbered copies of it followed."""
+        last = self.created.get(tool)
+        copy = last is not None and self._copy_of(last[0], parts)
+        self.created[tool] = [dict(parts), last[1] + 1 if copy else 1]
+        _bound(self.created)
+
+    @staticmethod
+    def _copy_of(before: dict, parts: dict) -> bool:
+        """The same content (at least ``_MIN_CONTENT`` characters of identical
+        arguments) under a name numbered anew."""
+        if before.keys() != parts.keys():
+            return False
+        differ = [k for k in parts if before[k] != parts[k]]
+        same = sum(len(parts[k]) for k in parts if k not in differ)
+        return bool(differ) and same >= _MIN_CONTENT and all(numbered_copy(before[k], parts[k]) for k in differ)
 
     def _duplicate_create(self, call: ToolCallRequest, described: tuple):
-        """A create whose content (title, body: at least ``_MIN_CONTENT`` characters)
-        already made an object, sent to a target that differs only in a number
-        (``changes/1.5.46 (1).md``, branch ``updates-2``): another copy."""
-        _, _, _, parts = described
-        content = {k: v for k, v in parts.items() if not _target_part(k, v)}
-        if sum(len(v) for v in content.values()) < _MIN_CONTENT:
+        """A create whose content already made an object, under a name that differs
+        only in a number (``changes/1.5.46 (1).md``, branch ``updates-2``): another
+        copy of the same thing, whatever id comes back."""
+        last = self.created.get(call.name)
+        if last is None or not self._copy_of(last[0], described[3]):
             return None
-        entry = self.created.get(f"{call.name}\x00{content}")
-        if entry is None:
-            return None
-        targets = {k: v for k, v in parts.items() if k not in content}
-        if targets.keys() != entry[0].keys() or not all(volatile_pair(entry[0][k], v) for k, v in targets.items()):
-            return None
-        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=entry[1])
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=last[1])
         return ("duplicate_action", f"create:{call.name}",
-                f"{call.name} ({_short(call.arguments)}) creates the same content a {_ordinal(entry[1] + 1)} time, "
-                "only its name numbered anew: another copy, not new work. Use the one already created.",
-                {"count": entry[1] + 1, "limit": 1, "tool": call.name})
+                f"{call.name} ({_short(call.arguments)}) creates the same content again ({_ordinal(last[1] + 1)} "
+                "time), only its name numbered anew: another copy, not new work. Use the one already created.",
+                {"count": last[1] + 1, "limit": 1, "tool": call.name})
 
     def _past_end(self, call: ToolCallRequest, described: tuple):
         """Another page of a listing that already said it ended (``has_more: false``,
@@ -745,11 +745,6 @@ class LoopGuard(BaseGuard):
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
-
-
-def _target_part(key: str, text: str) -> bool:
-    from ._calls import _is_target
-    return _is_target(key, text[1:-1] if text.startswith('"') else text)
 
 
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
