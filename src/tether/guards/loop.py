@@ -361,7 +361,7 @@ class LoopGuard(BaseGuard):
         if len(group) < cfg.outage_hint_tools:
             return None
         kind = own[0].split("|", 1)[0]
-        self._say("loop.outage", failed_tools=len(group), error_type=kind, tool=tool)
+        self._say("loop.outage_seen", failed_tools=len(group), error_type=kind)
         return ("outage", own[0],
                 f"systemic outage: {len(group)} tools ({', '.join(group)}) failed the same way ({kind}); do not "
                 "call them again. Explain the outage to the user or use another source.",
