@@ -1,41 +1,56 @@
-"""The loop guard: identical calls, cycles, rewordings, no progress, outages,
-and questions the user already refused.
+"""The loop guard: identical calls, repeated side effects, retries past their
+budget, pages past the end, cycles, rewordings, no progress, outages, and
+questions the user already refused.
 
-Every tool call is described once (:mod:`._calls`: signature, target, result
-hash, pending / transient flags) and folded into a few counters, so the cost
-of a decision does not depend on the history (a bounded window of recent calls
-is kept as plain data, so it checkpoints). What counts as *progress* decides
-almost everything:
+Every tool call is described once (:mod:`._calls`: signature in a compare form
+that ignores key order, list order, Unicode width, punctuation and quote
+style; target; listing; result key; pending / transient flags) and folded into
+a few counters, so the cost of a decision does not depend on the history (a
+bounded window of recent calls is kept as plain data, so it checkpoints).
+What counts as *progress* decides almost everything:
 
-* an error is never progress; a *pending* status ("running", "queued") is
-  neither progress nor a loop (it is waiting);
+* a *pending* status ("running", "处理中") from a read is neither progress nor
+  a loop (it is waiting); a transient failure is the retry budget's business;
+* any other failure with an error the window has not seen is progress (a
+  validation error fixed, the next one reported);
 * a success with a result this window has not seen, and that is not empty,
-  is progress;
-* a success on a *target* the tool has not worked on yet (another id, path,
-  page, recipient) is progress: batch work over many targets, pagination, reads
-  of many files. For a read-only tool, the very same non-empty data returned
-  for a new target is not (a page parameter the API ignores);
-* a side-effecting tool (spec ``side_effect=True``, or a verb such as move,
-  send, tag in its name) that succeeds with arguments not seen yet is progress
-  even when it answers every call with the same acknowledgement.
+  is progress; so is a success on a *target* the tool has not worked on yet
+  (another id, path, page, recipient), unless a read returned the very same
+  non-empty data again (a page parameter the API ignores);
+* a page past the end of a listing (after ``has_more: false`` or an empty
+  page) that returns nothing new is not progress;
+* a side-effecting tool (spec ``side_effect=True``, or the first verb in its
+  name) is progress when it succeeds with arguments it has not succeeded with
+  before, whatever it answers (a constant acknowledgement, a fresh id).
 
-Rules (each trip names the rule and its numbers):
+Rules (each trip names the rule and its numbers; docs/guards.md says why each
+default is what it is):
 
-* ``identical``: the same call (tool + canonical arguments) again while its
-  result has not changed: allowed ``max_identical`` times, ``max_transient_retries``
-  when it fails with a transient error (5xx, timeout, rate limit: a retry with
-  backoff), ``max_polls`` when the answer is a pending status (polling).
+* ``identical``: the same call again while its result has not changed:
+  ``max_identical`` times, ``max_polls`` when the answer is a pending status
+  (one hint at ``max_busy_polls`` when nothing waits between the polls).
+* ``duplicate_action``: a side-effecting call that already succeeded with the
+  same arguments, or a create of the same content under a name numbered anew.
+* ``retry_budget``: transient failures of one tool in a row past
+  ``max_transient_retries`` (paced) or ``max_immediate_retries`` (in quick
+  succession): a hint after the failure that uses the budget up, never a
+  block; the next attempt stops.
+* ``past_end``: another page of a listing that ended and already answered a
+  page past its end with nothing.
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
-  period-2-to-4 sequence whose results did not change (A->B->A->B).
+  period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
+  of work started over (two repeats in a row with the same results).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
-  brought no progress (a keyword reworded again and again, guessed paths).
+  brought no progress, or ``max_same_answer`` rewordings in a row got the very
+  same answer.
 * ``no_progress``: ``max_no_progress`` different calls in a row returned the
   same result or the same error.
-* ``outage``: ``outage_tools`` tools failed with the same error (type and
-  text) within ``outage_window`` calls, whatever their names; a further call
-  to one of them, or to a tool sharing a name prefix with them, is blocked.
+* ``outage``: tools failing with the same error (type and text, the tool's
+  name masked) within ``outage_window`` calls: a hint at
+  ``outage_hint_tools``; a further call to one of ``outage_tools`` such tools,
+  or to a tool sharing their name prefix, is blocked.
 * ``question_repeat``: the agent asks the user again (the same or a reworded
-  question) what the user refused or did not answer.
+  question) what the user refused, declined or did not answer.
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
 the model what it repeated and what else to do; the same trip again (or a
