@@ -121,7 +121,9 @@ def norm_text(value: str, free: bool = False) -> str:
     typographic punctuation folded to ASCII, case folded, whitespace collapsed;
     in free text (``free``) punctuation is dropped too."""
     if not value.isascii():
-        value = unicodedata.normalize("NFKC", value).translate(_PUNCT).casefold()
+        if not unicodedata.is_normalized("NFKC", value):
+            value = unicodedata.normalize("NFKC", value)
+        value = value.translate(_PUNCT).casefold()
     else:
         value = value.lower()
     value = value.translate(_QUOTES)
@@ -284,7 +286,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         if isinstance(value, str):
             if not value:
                 continue
-            if value[0] in "{[" or value.lstrip()[:1] in ("{", "["):
+            if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
             else:

@@ -210,12 +210,13 @@ class LoopGuard(BaseGuard):
         found = self._outage(call.name) if "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", self._said or found[0], found[1])
+        seen = sig in self.sigs             # the rules about repeats need the call seen before
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
-                 or ("duplicate_action" in rules and (self._duplicate_action(call, sig)
+                 or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
                                                     or (self.created and self._duplicate_create(call, described))))
-                 or ("identical" in rules and self._identical(call, sig))
-                 or ("past_end" in rules and self._past_end(call, described))
-                 or ("cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
+                 or (seen and "identical" in rules and self._identical(call, sig))
+                 or ("past_end" in rules and sig != described[2] and self._past_end(call, described))
+                 or (seen and "cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
                  or ("near_duplicate" in rules and self._near_duplicate(call))
                  or ("no_progress" in rules and self._no_progress()))
         return self._ladder(*found) if found else None
