@@ -169,21 +169,32 @@ _DUMPS = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", "
 
 def canon_result(data: Any) -> str:
     """The compare form of a tool's data, built for speed (it runs on every
-    result): lists sorted at every depth (a set of results in another order is
-    the same set), keys sorted, then NFKC, CJK punctuation folded, case folded and
-    whitespace collapsed over the whole JSON text in one pass each."""
-    if isinstance(data, (dict, list)):
+    result): keys sorted at every depth, lists of two or more items sorted at
+    every depth (a set of results in another order is the same set), then NFKC,
+    CJK punctuation and case folded and whitespace collapsed over the whole text."""
+    kind = type(data)
+    if kind is dict or kind is list:
         try:
-            text = _DUMPS(_lists_sorted(data, [_MAX_NODES]))
+            text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
         except (TypeError, ValueError, RecursionError):
             text = repr(data)
-    elif isinstance(data, str):
+    elif kind is str:
         text = data
     else:
         text = repr(data)
     if not text.isascii():
-        return " ".join(unicodedata.normalize("NFKC", text).translate(_PUNCT).casefold().split())
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        return " ".join(text.translate(_PUNCT).casefold().split())
     return " ".join(text.lower().split())
+
+
+def _has_list(value: Any) -> bool:
+    """Whether sorting would change anything: a list of two or more items somewhere
+    (the JSON text tells without a walk in Python)."""
+    if type(value) is list:
+        return len(value) > 1 or (bool(value) and type(value[0]) in _CONTAINERS)
+    return any(type(v) is list or type(v) is dict for v in value.values())
 
 
 def _lists_sorted(value: Any, budget: list) -> Any:
@@ -204,10 +215,12 @@ def _lists_sorted(value: Any, budget: list) -> Any:
                     out[k] = w
         return value if out is None else out
     if kind is list:
-        items = [_lists_sorted(v, budget) if type(v) in _CONTAINERS else v for v in value]
-        if len(items) < 2:
-            return value if not items or items[0] is value[0] else items
-        return sorted(items, key=_sort_key)
+        if len(value) < 2:
+            if value and type(value[0]) in _CONTAINERS:
+                w = _lists_sorted(value[0], budget)
+                return value if w is value[0] else [w]
+            return value
+        return sorted([_lists_sorted(v, budget) if type(v) in _CONTAINERS else v for v in value], key=_sort_key)
     return value
 
 
