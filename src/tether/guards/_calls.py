@@ -111,25 +111,30 @@ _PUNCT = str.maketrans({"。": ".", "、": ",", "“": '"', "”": '"', "„": '
                         "【": "[", "】": "]", "《": "<", "》": ">", "「": '"', "」": '"', "『": '"', "』": '"',
                         "〈": "<", "〉": ">", "—": "-", "–": "-", "‐": "-", "‑": "-", "·": ".", "・": ".",
                         "\u3000": " ", "\u00a0": " "})
-_QUOTES = str.maketrans({"'": '"', "`": '"'})      # quote style: 'x' == "x" == `x`
-_FREE_PUNCT = str.maketrans({c: " " for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"})
 _MAX_NODES = 4000                   # values canonicalised per call or result; beyond, the rest is hashed as is
 
 
 def norm_text(value: str, free: bool = False) -> str:
     """Compare form of a string: NFKC (full width, compatibility forms), CJK and
-    typographic punctuation folded to ASCII, case folded, whitespace collapsed;
-    in free text (``free``) punctuation is dropped too."""
-    if not value.isascii():
+    typographic punctuation folded to ASCII, quote style folded, case folded,
+    whitespace collapsed; in free text (``free``) punctuation is dropped too."""
+    if value.isascii():
+        value = value.lower()
+    else:
         if not unicodedata.is_normalized("NFKC", value):
             value = unicodedata.normalize("NFKC", value)
-        value = value.translate(_PUNCT).casefold()
-    else:
-        value = value.lower()
-    value = value.translate(_QUOTES)
+        if _PUNCT_RE.search(value):
+            value = value.translate(_PUNCT)
+        value = value.casefold()
+    if "'" in value or "`" in value:
+        value = value.replace("'", '"').replace("`", '"')
     if free:
-        value = value.translate(_FREE_PUNCT)
+        value = _FREE_RE.sub(" ", value)
     return " ".join(value.split())
+
+
+_PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
+_FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
 
 
 def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) -> str:
@@ -173,7 +178,9 @@ def canon_result(data: Any) -> str:
     every depth (a set of results in another order is the same set), then NFKC,
     CJK punctuation and case folded and whitespace collapsed over the whole text."""
     kind = type(data)
-    if kind is dict or kind is list:
+    if kind is dict and len(data) <= 16 and _flat(data):
+        text = repr(sorted(data.items()))  # the common small flat answer: C all the way
+    elif kind is dict or kind is list:
         try:
             text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
         except (TypeError, ValueError, RecursionError):
@@ -185,8 +192,24 @@ def canon_result(data: Any) -> str:
     if not text.isascii():
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
-        return " ".join(text.translate(_PUNCT).casefold().split())
+        if _PUNCT_RE.search(text):
+            text = text.translate(_PUNCT)
+        return " ".join(text.casefold().split())
     return " ".join(text.lower().split())
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(data: dict) -> bool:
+    """Values all scalars or lists of at most one scalar (nothing to sort), keys all strings."""
+    for k, v in data.items():
+        t = type(v)
+        if t not in _SCALARS and not (t is list and len(v) < 2 and (not v or type(v[0]) in _SCALARS)):
+            return False
+        if type(k) is not str:
+            return False
+    return True
 
 
 def _has_list(value: Any) -> bool:
@@ -320,7 +343,10 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         sig.append(part)
         if target:
             targets.append(part)
-        if is_page_key(key):
+        page = _PAGE_KEY.get(key)
+        if page is None:
+            page = is_page_key(key)
+        if page:
             paged = True
         else:
             series.append(part)
@@ -535,7 +561,3 @@ def error_signature(result: ToolResultEvent) -> str:
     need not share a prefix ("MCP client not connected for tool 'x'")."""
     text = (result.error or "").replace(result.tool, "<tool>") if result.tool else (result.error or "")
     return f"{result.error_type or 'error'}|{norm_text(text)[:160]}"
-
-
-def empty(result: ToolResultEvent) -> bool:
-    return is_empty_data(result.data)

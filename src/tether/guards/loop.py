@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import i18n
+from .._assess import is_empty_data
 from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMessage
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
@@ -75,7 +76,6 @@ from ._base import BaseGuard, GuardContext, Verdict
 from ._calls import (
     canonical_call,
     describe_call,
-    empty,
     error_signature,
     is_ack,
     is_action_name,
@@ -202,12 +202,16 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         if call.name in cfg.exempt_tools:
             return None
-        self._language(ctx)
-        described = self._describe(call)
+        if self._lang is None:
+            self._language(ctx)
+        self._said = None
+        ignore = cfg.ignore_fields
+        extra = self.irrelevant.get(call.name) if self.irrelevant else None
+        described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
         rules = cfg.rules
-        found = self._outage(call.name) if "outage" in rules else None
+        found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
             return Verdict("block", "outage", self._said or found[0], found[1])
         seen = sig in self.sigs             # the rules about repeats need the call seen before
@@ -215,10 +219,12 @@ class LoopGuard(BaseGuard):
                  or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
                                                     or (self.created and self._duplicate_create(call, described))))
                  or (seen and "identical" in rules and self._identical(call, sig))
-                 or ("past_end" in rules and sig != described[2] and self._past_end(call, described))
+                 or ("past_end" in rules and sig != described[2] and described[2] in self.series
+                     and self._past_end(call, described))
                  or (seen and "cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
-                 or ("near_duplicate" in rules and self._near_duplicate(call))
-                 or ("no_progress" in rules and self._no_progress()))
+                 or ("near_duplicate" in rules and self.tool_streak.get(call.name, 0) >= cfg.max_near_duplicates
+                     and self._near_duplicate(call))
+                 or ("no_progress" in rules and self.same_result[1] >= cfg.max_no_progress and self._no_progress()))
         return self._ladder(*found) if found else None
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
@@ -234,7 +240,8 @@ class LoopGuard(BaseGuard):
         self._pending = None
         rkey = result_hash(result, call.arguments)
         ok = result.ok
-        action, wait = self._kind(ctx, tool)
+        kinds = self._kinds.get(tool)
+        action, wait = kinds if kinds is not None else self._kind(ctx, tool)
         index = self.count
         data = result.data
         if wait:
@@ -250,7 +257,7 @@ class LoopGuard(BaseGuard):
         else:
             kind = _TRANSIENT if is_transient(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
-        nothing = ok and empty(result)
+        nothing = ok and is_empty_data(data)
         listing = None if action or not ok else self.series.get(skey)
         if kind != _NORMAL:
             progress = False
@@ -272,16 +279,22 @@ class LoopGuard(BaseGuard):
             if nothing or (skey != sig and page_end(data)):
                 if listing is None:
                     listing = self.series[skey] = [True, 0]
+                    _bound(self.series)
                 listing[0] = True
             elif listing is not None and progress:
                 listing[0], listing[1] = False, 0        # the end was not the end
-            sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing)
+            prev = self.last.get(tool)
+            if prev is not None and prev[1] == rkey:
+                sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing)
+            else:
+                self.last[tool] = [parts, rkey, 1]
+                if len(self.last) > _MAX_KEYS:
+                    _bound(self.last)
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
             if is_create_name(tool):
                 self._created(tool, parts)
-        _bound(self.series)
         if kind == _POLL and not wait:
             self._poll(sig, rkey, ctx.elapsed_s)
 
@@ -314,14 +327,14 @@ class LoopGuard(BaseGuard):
             self._evict(self.calls.popleft())
         if not ok and result.source not in ("runner", "guard", "approval"):
             self.failed[tool] = [error_signature(result), index]
-        elif ok:
+        elif ok and self.failed:
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
             if "retry_budget" in cfg.rules:
                 found = self._retry_budget(call, tool, index, ctx.elapsed_s)
                 if found is not None:
                     return found
-        elif ok or kind == _NORMAL:
+        elif self.retries and (ok or kind == _NORMAL):
             self.retries.pop(tool, None)
         if not ok and "outage" in cfg.rules and result.source not in ("runner", "guard", "approval"):
             found = self._outage_seen(tool)
@@ -767,8 +780,12 @@ _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go fir
 
 
 def _bound(mapping: dict) -> None:
-    while len(mapping) > _MAX_KEYS:
-        del mapping[next(iter(mapping))]
+    """Past ``_MAX_KEYS`` entries keep the newer half (amortised: deleting the
+    oldest entry one at a time makes a dict's first entry ever slower to find)."""
+    if len(mapping) > _MAX_KEYS:
+        newer = list(mapping.items())[-(_MAX_KEYS // 2):]
+        mapping.clear()
+        mapping.update(newer)
 
 
 def _last_decision(ctx: GuardContext) -> ModelDecisionEvent | None:
