@@ -25,7 +25,6 @@ import re
 import unicodedata
 from typing import Any
 
-from .._assess import is_empty_data
 from ..events import ToolResultEvent
 
 # Argument names that hold free text: a difference there is a rewording.
