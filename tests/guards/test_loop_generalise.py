@@ -149,3 +149,19 @@ def test_asking_again_after_a_plain_no_is_a_repeat():
     decisions = [Decision.ask("Run `kubectl scale deployment nginx --replicas=5`?")] * 3 + [Decision.final("ok")]
     result, trips = run(decisions, [kubectl_get], user=Decliner())
     assert [(t.rule, t.verdict) for t in trips] == [("question_repeat", "hint"), ("question_repeat", "stop")]
+
+
+def test_compare_forms_are_bounded_on_hostile_values():
+    deep = cur = {}
+    for _ in range(5000):
+        cur["a"] = {}
+        cur = cur["a"]
+    nested = cur = []
+    for _ in range(5000):
+        cur.append([])
+        cur = cur[0]
+    sig = describe_call("t", {"a": deep, "b": nested, "c": "x" * 100_000}, frozenset())[0]
+    assert len(sig) < 110_000                      # depth cut, no RecursionError
+    assert len(canon_result(deep)) < 5_000 and len(canon_result(nested)) < 5_000
+    wide = {"items": [{"id": n, "tags": [str(n), "x"]} for n in range(50_000)]}
+    assert canon_result(wide)                      # past the node budget the rest is kept as it comes

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import reprlib
 import re
 import unicodedata
 from typing import Any
@@ -111,6 +112,9 @@ _PUNCT = str.maketrans({"。": ".", "、": ",", "“": '"', "”": '"', "„": '
                         "〈": "<", "〉": ">", "—": "-", "–": "-", "‐": "-", "‑": "-", "·": ".", "・": ".",
                         "\u3000": " ", "\u00a0": " "})
 _MAX_NODES = 4000                   # values canonicalised per call or result; beyond, the rest is hashed as is
+_MAX_DEPTH = 32                     # nesting canonicalised in arguments; deeper is kept in a bounded repr
+_SAFE_REPR = reprlib.Repr()         # bounded and recursion-safe, for what cannot be canonicalised
+_SAFE_REPR.maxlevel, _SAFE_REPR.maxstring, _SAFE_REPR.maxother = 8, 2000, 200
 
 
 def norm_text(value: str, free: bool = False) -> str:
@@ -142,10 +146,10 @@ def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) 
     elements (sorted), strings in :func:`norm_text` form, 1.0 == 1. Bounded: past
     ``_MAX_NODES`` values the rest is kept as its repr."""
     budget = [_MAX_NODES]
-    return _canon(value, ignore, free, budget)
+    return _canon(value, ignore, free, budget, 0)
 
 
-def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list) -> str:
+def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list, depth: int) -> str:
     budget[0] -= 1
     if isinstance(value, str):
         return '"' + norm_text(value, free) + '"'
@@ -153,19 +157,19 @@ def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list) -> str:
         return repr(value)
     if isinstance(value, float):
         return repr(int(value)) if value.is_integer() else repr(value)
-    if budget[0] <= 0:
-        return repr(value)
+    if budget[0] <= 0 or depth > _MAX_DEPTH:
+        return _SAFE_REPR.repr(value)
     if isinstance(value, dict):
         parts = []
         for k in sorted(value, key=str):
             v = value[k]
             if k in ignore or v is None or v == "":
                 continue
-            parts.append(f"{k}:{_canon(v, ignore, free or _key_kind(str(k)) == _QUERY, budget)}")
+            parts.append(f"{k}:{_canon(v, ignore, free or _key_kind(str(k)) == _QUERY, budget, depth + 1)}")
         return "{" + ",".join(parts) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(sorted(_canon(v, ignore, free, budget) for v in value)) + "]"
-    return repr(value)
+        return "[" + ",".join(sorted(_canon(v, ignore, free, budget, depth + 1) for v in value)) + "]"
+    return _SAFE_REPR.repr(value)
 
 
 _DUMPS = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
@@ -183,11 +187,11 @@ def canon_result(data: Any) -> str:
         try:
             text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
         except (TypeError, ValueError, RecursionError):
-            text = repr(data)
+            text = _SAFE_REPR.repr(data)
     elif kind is str:
         text = data
     else:
-        text = repr(data)
+        text = _SAFE_REPR.repr(data)
     if not text.isascii():
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
@@ -224,7 +228,7 @@ def _lists_sorted(value: Any, budget: list) -> Any:
     returned as they are (no copy)."""
     budget[0] -= 1
     if budget[0] <= 0:
-        return value
+        return value                        # past the budget the rest is compared as it comes
     kind = type(value)
     if kind is dict:
         out = None
