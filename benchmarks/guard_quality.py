@@ -3,6 +3,7 @@ stops on legitimate runs, per corpus half and per family.
 
     python benchmarks/guard_quality.py                     # every set found, tuning and held-out apart
     python benchmarks/guard_quality.py --half tuning       # only the tuning half (never opens held-out files)
+    python benchmarks/guard_quality.py --half sealed       # round 2: written after the rules were frozen
     python benchmarks/guard_quality.py --corpus DIR ...    # other folders of JSON items (each searched recursively)
     python benchmarks/guard_quality.py --items             # also every item's first trip
     python benchmarks/guard_quality.py --rules             # also each loop rule alone
@@ -64,7 +65,7 @@ from tether.messages import DecisionKind, ToolCallRequest  # noqa: E402
 from tether.status import TerminalStatus  # noqa: E402
 
 CORPUS_ROOT = ROOT / "tests" / "data" / "loop_corpus"
-HALVES = ("tuning", "heldout")
+HALVES = ("tuning", "heldout", "sealed")
 MAX_FILE_BYTES = 4_000_000
 MAX_ACTIONS = 5_000
 # The items carry no timing; they are runs of LLM agents, so each model turn is
@@ -86,7 +87,8 @@ class Item:
 
 # -- the JSON corpus ---------------------------------------------------------------
 def half_of(path: Path) -> str | None:
-    """The half a file belongs to: the nearest folder on its path named tuning or heldout."""
+    """The half a file belongs to: the nearest folder on its path named tuning, heldout or
+    sealed (round 2: written after the rules were frozen, measured once)."""
     for part in reversed(path.parts[:-1]):
         if part in HALVES:
             return part
@@ -321,7 +323,7 @@ def write_traces(corpus: list[Item], out: Path) -> None:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", type=Path, help="a folder of JSON items (repeatable)")
-    p.add_argument("--half", choices=("tuning", "heldout", "authors", "all"), default="all")
+    p.add_argument("--half", choices=("tuning", "heldout", "sealed", "authors", "all"), default="all")
     p.add_argument("--items", action="store_true")
     p.add_argument("--rules", action="store_true")
     p.add_argument("--guards", default="on", help="the guard stack (default: the reference stack)")
@@ -336,11 +338,13 @@ def main(argv: list[str]) -> int:
         print(f"guards {a.guards!r}, offline path (check_trace); folders: "
               f"{', '.join(str(f) for f in folders) or 'none'}\n")
         ok = True
-        for half in ("tuning", "heldout"):
+        names = {"tuning": "tuning half (written blind)", "heldout": "held-out half (written blind, sealed)",
+                 "sealed": "round 2 (written blind after the rules were frozen, never tuned on)"}
+        for half in HALVES:
             if a.half in (half, "all"):
                 corpus = load_corpus(folders, half)
                 if corpus:
-                    name = "tuning half (written blind)" if half == "tuning" else "held-out half (written blind, sealed)"
+                    name = names[half]
                     ok &= passes(report(name, corpus, make, items=a.items, rules=a.rules))
         if a.half in ("authors", "all"):
             ok &= passes(report("authors' corpus (written by the rule authors, tests/data/loop_corpus/corpus.py)",
