@@ -105,8 +105,7 @@ if __name__ == "__main__":
         server = tools_server()
         if "--http" in sys.argv:
             port = int(sys.argv[sys.argv.index("--http") + 1])
-            server.settings.port = port
-            server.run(transport="streamable-http")
+            server.run(transport="streamable-http", host="127.0.0.1", port=port)
         else:
             server.run()
     else:
