@@ -70,6 +70,7 @@ def serve(app: Any, host: str, port: int, *, on_started: Any = None) -> None:
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
+                            server_header=False, date_header=False,
                             timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     server.run()

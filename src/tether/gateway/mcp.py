@@ -25,7 +25,7 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from ..errors import UpstreamFailure
-from .mcp_upstream import UNAVAILABLE, Upstream, default_initialize, dumps
+from .mcp_upstream import RAW, UNAVAILABLE, Upstream, default_initialize, dumps, with_id
 from .windows import GuardWindows
 
 HINT_PREFIX = "[tether] "
@@ -94,7 +94,7 @@ class MCPGateway:
         if reply is not None:
             await self.send(reply)
 
-    async def handle(self, message: Any) -> dict[str, Any] | None:
+    async def handle(self, message: Any) -> dict[str, Any] | bytes | None:
         if isinstance(message, list):
             for m in message:
                 self.receive(m)
@@ -124,7 +124,7 @@ class MCPGateway:
             reply = await self._forward(upstream, method, params, rid)
             if method == "tools/list" and "result" in reply:
                 self._listed(params, reply["result"])
-            return {**reply, "id": rid}
+            return with_id(reply, rid)
         except UpstreamFailure as failure:
             return _error(rid, failure.code, f"tether gateway: {failure.detail}")
 
@@ -215,6 +215,7 @@ class MCPGateway:
         name = params["name"]
         arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
         error: dict[str, Any] | None = None
+        replies: list[dict[str, Any]] = []
 
         async def forward() -> dict[str, Any]:
             nonlocal error
@@ -226,12 +227,13 @@ class MCPGateway:
             result = reply.get("result")
             if not isinstance(result, dict):
                 raise UpstreamFailure(f"{upstream.label} answered tools/call {name} without a result object")
+            replies.append(reply)
             return result
 
         if self.windows is None:
             result = await forward()
             return _error(rid, error.get("code", -32603), error.get("message", "")) if isinstance(error, dict) \
-                else {"jsonrpc": "2.0", "id": rid, "result": result}
+                else with_id(replies[0], rid)
         outcome = await self.windows.call(name, arguments, forward)
         if outcome.result is None:
             text = outcome.error_text or "refused by tether"
@@ -240,6 +242,10 @@ class MCPGateway:
         if error is not None and not outcome.hints:
             return {"jsonrpc": "2.0", "id": rid, "error": error}
         result = outcome.result
+        if not outcome.hints and replies:
+            return with_id(replies[0], rid)
+        if replies:
+            replies[0].pop(RAW, None)
         if outcome.hints:
             content = list(result.get("content") or [])
             content += [{"type": "text", "text": HINT_PREFIX + h} for h in outcome.hints if h]
@@ -266,8 +272,8 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
     lock = asyncio.Lock()
 
-    async def send(message: dict[str, Any]) -> None:
-        data = dumps(message) + b"\n"
+    async def send(message: dict[str, Any] | bytes) -> None:
+        data = (message if isinstance(message, bytes) else dumps(message)) + b"\n"
         async with lock:
             try:
                 writer.write(data)

@@ -102,6 +102,6 @@ def mcp_app(connect: Callable[..., Upstream], *, windows: GuardWindows | None, c
         if reply is None:
             await respond(send, 202, b"", headers)
         else:
-            await respond(send, 200, dumps(reply), headers)
+            await respond(send, 200, reply if isinstance(reply, bytes) else dumps(reply), headers)
 
     return app

@@ -17,6 +17,7 @@ import asyncio
 import collections
 import json
 import os
+import re
 import sys
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -28,6 +29,23 @@ PROTOCOL_VERSION = "2025-06-18"
 TIMEOUT, UNAVAILABLE = -32001, -32002
 
 OnMessage = Callable[[dict[str, Any]], Awaitable[None]]
+RAW = "\x00raw"      # key under which a response keeps the bytes it was read from
+_HEAD = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+)\s*(?=[,}])')
+
+
+def with_id(reply: dict[str, Any], rid: Any) -> dict[str, Any] | bytes:
+    """``reply`` for the client, under the client's id. A reply read from bytes
+    that start with its id is answered with those bytes, the id swapped, so a
+    large result is not serialised again."""
+    raw = reply.pop(RAW, None)
+    if raw is not None:
+        m = _HEAD.match(raw[:200])
+        if m is not None and int(m.group(1)) == reply.get("id"):
+            end = len(raw)
+            while end and raw[end - 1] in (9, 10, 13, 32):     # trailing whitespace, without copying
+                end -= 1
+            return b"".join((raw[:m.start(1)], dumps(rid), raw[m.end(1):end]))
+    return {**reply, "id": rid}
 
 
 def dumps(message: Any) -> bytes:
@@ -135,8 +153,8 @@ class Upstream:
                 future.set_exception(UpstreamFailure(self.dead))
         await self.close()
 
-    async def received(self, message: Any) -> None:
-        """One message from the server."""
+    async def received(self, message: Any, raw: bytes | None = None) -> None:
+        """One message from the server (``raw``: the bytes it was read from)."""
         if isinstance(message, list):           # a batch (older protocol versions)
             for m in message:
                 await self.received(m)
@@ -156,6 +174,8 @@ class Upstream:
             print(f"tether gateway: {self.label} answered id {rid!r}, which no request had; ignored",
                   file=sys.stderr, flush=True)
             return
+        if raw is not None:
+            message[RAW] = raw
         if not future.done():
             future.set_result(message)
 
@@ -218,7 +238,7 @@ class StdioUpstream(Upstream):
                     await self.fail(f"{self.label} wrote invalid JSON on stdout: {_short(line)}; "
                                     "it will be restarted on the next call")
                     return
-                await self.received(message)
+                await self.received(message, line)
         except Exception as exc:      # never let a reader task die with a traceback
             await self.fail(f"{self.label}: reading its output failed ({type(exc).__name__}: {exc})")
             return

@@ -66,7 +66,7 @@ def result_fields(result: dict[str, Any]) -> tuple[bool, Any, str | None]:
     if result.get("isError"):
         return False, None, bounded(text or "tool error")
     structured = result.get("structuredContent")
-    if isinstance(structured, dict):
+    if isinstance(structured, dict) and len(text) <= RECORD_LIMIT:     # a big result: its text says it all
         from ..messages import canonical_json
 
         dumped = canonical_json(structured)
