@@ -38,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "tests" / "gateway" / "llm_upstream.py"
+KEY = "sk-" + "7f3a9c2e" * 8        # the proxies' key (LiteLLM refuses to start without a master key)
 TOOLS = [{"type": "function", "function": {"name": "fetch_report", "description": "Fetch a report by id.",
                                            "parameters": {"type": "object",
                                                           "properties": {"report_id": {"type": "string"}}}}}]
@@ -75,7 +76,7 @@ class Conn:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         assert self.reader is not None
         self.writer.write(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                          f"authorization: Bearer sk-bench-0000000000000000000000\r\ncontent-length: {len(body)}"
+                          f"authorization: Bearer {KEY}\r\ncontent-length: {len(body)}"
                           "\r\n\r\n".encode() + body)
         head = await self.reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
@@ -168,6 +169,7 @@ def litellm_command(upstream: str, port: int, folder: Path) -> list[str] | str:
         "  telemetry: false\n"
         "  drop_params: true\n"
         "general_settings:\n"
+        f"  master_key: {KEY}\n"
         "  disable_spend_logs: true\n")
     return [exe, "--config", str(config), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
 

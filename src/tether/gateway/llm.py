@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..errors import RunStop
+from ..errors import RunStop, UpstreamFailure
+from ._client import Pool, Response
 from ._http import read_body, respond
 from .conversations import Conversations, Decided
 from .openai_format import (
@@ -61,20 +62,11 @@ def _error_body(message: str, kind: str = "tether_gateway_error") -> bytes:
 
 
 def gateway_app(config: GatewayConfig) -> Any:
-    import httpx
-
     base = config.upstream.rstrip("/")
     state: dict[str, Any] = {}
     conversations = Conversations(guards=config.guards, label=config.guards_label, store=config.store,
                                   upstream=base)
-
-    def client() -> httpx.AsyncClient:
-        c = state.get("client")
-        if c is None:
-            c = state["client"] = httpx.AsyncClient(
-                timeout=httpx.Timeout(config.timeout, connect=30.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=512))
-        return c
+    pool = Pool(base, timeout=config.timeout)
 
     async def flusher() -> None:
         while True:
@@ -89,29 +81,48 @@ def gateway_app(config: GatewayConfig) -> Any:
         if path.startswith("/v1/") or path == "/v1":
             path = path[3:]
         query = scope.get("query_string") or b""
-        return base + path + (("?" + query.decode("latin-1")) if query else "")
+        return path + (("?" + query.decode("latin-1")) if query else "")
 
     def forward_headers(scope: dict[str, Any]) -> list[tuple[bytes, bytes]]:
         return [(k, v) for k, v in scope["headers"] if k not in _HOP]
 
-    def back_headers(resp: Any) -> list[tuple[bytes, bytes]]:
-        return [(k, v) for k, v in resp.headers.raw if k.lower() not in _HOP_BACK]
+    def back_headers(resp: Response) -> list[tuple[bytes, bytes]]:
+        drop = _HOP_BACK if resp.chunked or resp.length is None else _HOP_BACK - {b"content-length"}
+        return [(k, v) for k, v in resp.headers if k not in drop]
 
-    async def passthrough(scope: dict[str, Any], body: bytes, send: Any) -> None:
-        request = client().build_request(scope["method"], target(scope), headers=forward_headers(scope), content=body)
+    async def unreachable(send: Any, failure: UpstreamFailure) -> None:
+        await respond(send, 502, _error_body(f"tether gateway: the upstream {base}: {failure.detail}"))
+
+    async def relay(resp: Response, send: Any, reader: Any = None) -> bytes | None:
+        """The upstream's answer to the client as it arrives; its bytes when not streamed."""
+        kept: list[bytes] = []
         try:
-            resp = await client().send(request, stream=True)
-        except httpx.HTTPError as exc:
-            await respond(send, 502, _error_body(f"tether gateway: the upstream {base} cannot be reached: "
-                                                 f"{type(exc).__name__}: {exc}"))
-            return
-        try:
-            await send({"type": "http.response.start", "status": resp.status_code, "headers": back_headers(resp)})
-            async for chunk in resp.aiter_raw():
+            await send({"type": "http.response.start", "status": resp.status, "headers": back_headers(resp)})
+            if reader is None and resp.length is not None and not resp.chunked:
+                body = await resp.read()
+                await send({"type": "http.response.body", "body": body})
+                return body
+            async for chunk in resp.chunks():
+                if reader is not None:
+                    reader.feed(chunk)
+                else:
+                    kept.append(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
+            return b"".join(kept)
+        except UpstreamFailure:
+            await send({"type": "http.response.body", "body": b""})
+            return None
         finally:
-            await resp.aclose()
+            resp.close()
+
+    async def passthrough(scope: dict[str, Any], body: bytes, send: Any) -> None:
+        try:
+            resp = await pool.request(scope["method"], target(scope), forward_headers(scope), body)
+        except UpstreamFailure as failure:
+            await unreachable(send, failure)
+            return
+        await relay(resp, send)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -124,8 +135,7 @@ def gateway_app(config: GatewayConfig) -> Any:
                     if "flusher" in state:
                         state["flusher"].cancel()
                     conversations.close("the gateway shut down")
-                    if "client" in state:
-                        await state["client"].aclose()
+                    pool.close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
@@ -170,28 +180,14 @@ def gateway_app(config: GatewayConfig) -> Any:
                                                               "tool_choice", "max_output_tokens", "seed")}
         conv.record_request(tools, model, params, decided.hints)
         started = time.perf_counter()
-        http = client()
-        upstream_request = http.build_request("POST", target(scope), headers=forward_headers(scope), content=body)
         try:
-            resp = await http.send(upstream_request, stream=True)
-        except httpx.HTTPError as exc:
-            await respond(send, 502, _error_body(f"tether gateway: the upstream {base} cannot be reached: "
-                                                 f"{type(exc).__name__}: {exc}"))
+            resp = await pool.request("POST", target(scope), forward_headers(scope), body)
+        except UpstreamFailure as failure:
+            await unreachable(send, failure)
             return
         reader = StreamReader(kind) if streamed else None
-        chunks: list[bytes] = []
-        try:
-            await send({"type": "http.response.start", "status": resp.status_code, "headers": back_headers(resp)})
-            async for chunk in resp.aiter_raw():
-                if reader is not None:
-                    reader.feed(chunk)
-                else:
-                    chunks.append(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        finally:
-            await resp.aclose()
-        if resp.status_code >= 400:
+        whole_body = await relay(resp, send, reader)
+        if resp.status >= 400 or whole_body is None:
             return
         latency = (time.perf_counter() - started) * 1000
         if reader is not None:
@@ -199,7 +195,7 @@ def gateway_app(config: GatewayConfig) -> Any:
             response_id = (reader.final or {}).get("id") if kind == RESPONSES else None
         else:
             try:
-                whole = json.loads(b"".join(chunks))
+                whole = json.loads(whole_body)
             except ValueError:
                 return
             decision, usage = decision_of(kind, whole)
@@ -237,11 +233,15 @@ def gateway_app(config: GatewayConfig) -> Any:
         started = time.perf_counter()
         decision = usage = None
         try:
-            resp = await client().post(target(scope), headers=forward_headers(scope),
-                                       content=json.dumps(body, ensure_ascii=False).encode("utf-8"))
-            if resp.status_code < 400:
-                decision, usage = decision_of(kind, resp.json())
-        except (httpx.HTTPError, ValueError):
+            resp = await pool.request("POST", target(scope), forward_headers(scope),
+                                      json.dumps(body, ensure_ascii=False).encode("utf-8"))
+            try:
+                data = await resp.read()
+            finally:
+                resp.close()
+            if resp.status < 400:
+                decision, usage = decision_of(kind, json.loads(data))
+        except (UpstreamFailure, ValueError):
             decision = None
         text = decision.text.strip() if decision is not None else ""
         if decision is not None and usage is not None:
