@@ -67,7 +67,9 @@ def header(scope: dict[str, Any], name: bytes) -> str | None:
 
 def serve(app: Any, host: str, port: int, *, on_started: Any = None) -> None:
     """Run ``app`` until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
-    import uvicorn
+    from ..adapters._common import require
+
+    uvicorn = require("uvicorn", "gateway")
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
                             server_header=False, date_header=False,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ from ..status import TerminalStatus
 from ..tools import ToolSet
 
 MAX_CONVERSATIONS = 10_000
+# Text that may hold a secret (tether.replay.redact's patterns start with one of these);
+# text without any is recorded as is, without running every pattern over it.
+_MAYBE_SECRET = re.compile(r"(?i)sk-|[rs]k_|key|token|secret|passw|bearer|basic\s|eyj|akia|asia|gh[pousr]_|github_pat|"
+                           r"xox|aiza|-----begin|authoriz|cookie")
 _ERROR_START = ("error", "exception", "traceback", "failed", "failure", "fatal")
 
 
@@ -98,7 +103,13 @@ class Conversation:
         return self.session.finished is not None
 
     def _redact(self, m: Message) -> Message:
-        return self.redactor.redact(m.model_dump(mode="json"))  # type: ignore[return-value]
+        if not _MAYBE_SECRET.search(m.content) and not any(_MAYBE_SECRET.search(json.dumps(c.arguments))
+                                                           for c in m.tool_calls):
+            return m
+        return Message.model_validate(self.redactor.redact(m.model_dump(mode="json")))
+
+    def _text(self, text: str) -> str:
+        return self.redactor.text(text) if _MAYBE_SECRET.search(text) else text
 
     async def before(self, messages: list[Message], tools: list[ToolSpec], model: str) -> Decided:
         """Read what is new in the history and ask the guards about this request."""
@@ -123,7 +134,7 @@ class Conversation:
                 continue
             self.seen_calls.add(call.id)
             stop = await self._tool(call, m.content)
-        redacted = [Message.model_validate(self._redact(m)) for m in new]
+        redacted = [self._redact(m) for m in new]
         self.recorded = [*self.recorded, *redacted] if extends else redacted
         if stop is None:
             session.state.step += 1
@@ -147,7 +158,7 @@ class Conversation:
                                         error_type="guard_stopped", source="guard"))
             return session.stop(verdict)
         failed = looks_failed(content)
-        text = self.redactor.text(content[:65536])
+        text = self._text(content[:65536])
         event = session.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=not failed,
                                             data=None if failed else text, error=text if failed else None,
                                             error_type="tool_error" if failed else None, source="tool"))
@@ -163,7 +174,8 @@ class Conversation:
                                     model=model, params=params)
 
     def record_response(self, decision: Decision, usage: Usage, latency_ms: float) -> None:
-        decision = decision.model_copy(update={"text": self.redactor.text(decision.text)})
+        if decision.text:
+            decision = decision.model_copy(update={"text": self._text(decision.text)})
         self.session.record_response(ModelResponse(decision=decision, usage=usage), latency_ms=latency_ms)
         self.dirty = True
         if not decision.tool_calls:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+
+import orjson
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -149,7 +151,7 @@ def gateway_app(config: GatewayConfig) -> Any:
         parsed: Any = None
         if kind is not None and scope["method"] == "POST":
             try:
-                parsed = json.loads(body)
+                parsed = orjson.loads(body)
             except ValueError:
                 parsed = None
         if not isinstance(parsed, dict):
@@ -175,7 +177,7 @@ def gateway_app(config: GatewayConfig) -> Any:
             return
         if decided.hints:
             request = with_hint(kind, request, "\n".join(decided.hints))
-            body = json.dumps(request, ensure_ascii=False).encode("utf-8")
+            body = orjson.dumps(request)
         params = {k: v for k, v in request.items() if k in ("temperature", "top_p", "max_tokens", "stream",
                                                               "tool_choice", "max_output_tokens", "seed")}
         conv.record_request(tools, model, params, decided.hints)
@@ -195,7 +197,7 @@ def gateway_app(config: GatewayConfig) -> Any:
             response_id = (reader.final or {}).get("id") if kind == RESPONSES else None
         else:
             try:
-                whole = json.loads(whole_body)
+                whole = orjson.loads(whole_body)
             except ValueError:
                 return
             decision, usage = decision_of(kind, whole)
