@@ -145,11 +145,12 @@ async def load(port: int, path: str, conversations: int, waves: int, turns: int,
             "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000, "rps": len(latencies) / wall}
 
 
-def start(cmd: list[str], port: int, env: dict | None = None, log: Path | None = None) -> subprocess.Popen:
+def start(cmd: list[str], port: int, env: dict | None = None, log: Path | None = None,
+          timeout: float = 90.0) -> subprocess.Popen:
     out = open(log, "wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
                             env={**os.environ, **(env or {})})
-    wait_port(port, proc)
+    wait_port(port, proc, timeout)
     return proc
 
 
@@ -208,7 +209,7 @@ def main() -> None:
                 try:
                     procs.append(start(cmd, port, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
                                                        "LITELLM_TELEMETRY": "False"},
-                                       log=folder / "litellm.log"))
+                                       log=folder / "litellm.log", timeout=600.0))
                 except RuntimeError as exc:
                     results[name] = f"LiteLLM did not start ({exc}); see {folder / 'litellm.log'}"
                     continue

@@ -88,7 +88,8 @@ class Conversation:
                                         run_id=run_id)
         self.run_id = run_id
         self.redactor = Redactor(RedactionRules(pii=False))
-        self.seen_calls: set[str] = set()
+        self.seen_calls: set[str] = set()        # "message index:call id" of the results read
+        self.used_ids: set[str] = set()          # call ids in the record
         self.calls: dict[str, Any] = {}          # tool call id -> ToolCallRequest, from the history
         self.recorded: list[Message] = []        # the history so far, redacted
         self.length = 0                          # messages in the last request
@@ -124,15 +125,20 @@ class Conversation:
         new = messages[self.length:] if extends else messages
         self.length = len(messages)
         stop: RunStop | None = self.pending_stop
-        for m in new:
+        first = len(messages) - len(new)
+        for index, m in enumerate(new, first):
             for call in m.tool_calls:
                 self.calls[call.id] = call
-            if stop is not None or m.role != "tool" or not m.tool_call_id or m.tool_call_id in self.seen_calls:
+            key = f"{index}:{m.tool_call_id}"
+            if stop is not None or m.role != "tool" or not m.tool_call_id or key in self.seen_calls:
                 continue
             call = self.calls.get(m.tool_call_id)
             if call is None:
                 continue
-            self.seen_calls.add(call.id)
+            self.seen_calls.add(key)
+            if call.id in self.used_ids:        # models may reuse call ids; the record needs them unique
+                call = call.model_copy(update={"id": f"{call.id}~{index}"})
+            self.used_ids.add(call.id)
             stop = await self._tool(call, m.content)
         redacted = [self._redact(m) for m in new]
         self.recorded = [*self.recorded, *redacted] if extends else redacted
