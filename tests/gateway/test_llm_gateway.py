@@ -120,6 +120,20 @@ def test_a_python_openai_loop_ends_by_its_own_logic(gateway_on, stream):
     assert trips == [("loop", "identical", "hint"), ("loop", "identical", "stop")]
     assert sum(1 for e in events if e["type"] == "model_request") == 5
     assert KEY.encode() not in db.read_bytes() and b"sk-test" not in db.read_bytes()
+    if not stream:      # guard-check and the viewer read the run like any other
+        check = CliRunner().invoke(app, ["guard-check", run_id, "--store", str(db)])
+        assert check.exit_code == 3 and "4th identical call to fetch_report" in check.output, check.output
+        from tether.report.html.server import make_server
+
+        import threading
+
+        server = make_server(SQLiteStore(db))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            page = httpx.get(f"http://127.0.0.1:{server.server_address[1]}/run/{run_id}")
+        finally:
+            server.shutdown()
+        assert page.status_code == 200 and "loop_aborted" in page.text and "identical" in page.text
 
 
 def test_without_a_run_header_the_conversation_is_named_by_its_opening(gateway_on):
