@@ -133,6 +133,7 @@ def test_a_python_openai_loop_ends_by_its_own_logic(gateway_on, stream):
             page = httpx.get(f"http://127.0.0.1:{server.server_address[1]}/run/{run_id}")
         finally:
             server.shutdown()
+            server.server_close()
         assert page.status_code == 200 and "loop_aborted" in page.text and "identical" in page.text
 
 
