@@ -266,10 +266,16 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
     loop = asyncio.get_running_loop()
     if reader is None:
         reader = asyncio.StreamReader(limit=512 * 1024 * 1024)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        except ValueError:                 # stdin is a regular file: read it in a thread
+            _feed_from_file(loop, reader, sys.stdin.buffer)
     if writer is None:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout.buffer)
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout.buffer)
+            writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        except ValueError:                 # stdout is a regular file
+            writer = _FileWriter(sys.stdout.buffer)
     lock = asyncio.Lock()
 
     async def send(message: dict[str, Any] | bytes) -> None:
@@ -282,6 +288,13 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
                 pass
 
     gateway = MCPGateway(connect, send, windows=windows, call_timeout=call_timeout)
+    main = asyncio.current_task()
+    try:                                   # SIGTERM (a client closing us): finish the window, then exit
+        import signal
+
+        loop.add_signal_handler(signal.SIGTERM, lambda: main.cancel() if main else None)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass
     try:
         while True:
             try:
@@ -303,7 +316,33 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
             gateway.receive(message)
         if gateway.tasks:                       # answers still on their way
             await asyncio.wait(list(gateway.tasks), timeout=call_timeout)
+    except asyncio.CancelledError:
+        pass
     finally:
         await gateway.close()
         if windows is not None:
             windows.close("the MCP client disconnected")
+
+
+class _FileWriter:
+    """stdout redirected to a file: plain blocking writes."""
+
+    def __init__(self, out: Any):
+        self.out = out
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+
+    async def drain(self) -> None:
+        self.out.flush()
+
+
+def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: Any) -> None:
+    def pump() -> None:
+        for chunk in iter(lambda: source.read1(1 << 16), b""):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    import threading
+
+    threading.Thread(target=pump, daemon=True, name="tether-stdin").start()
