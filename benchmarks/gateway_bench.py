@@ -182,6 +182,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=5)
     ap.add_argument("--delay", type=float, default=0.2, help="the upstream's time per request, seconds")
     ap.add_argument("--only", default="direct,tether-off,tether-on,litellm")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every target this many times, in alternating order (the machine's load drifts)")
     args = ap.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
@@ -190,17 +192,18 @@ def main() -> None:
     procs = [start([sys.executable, str(UPSTREAM), str(up_port), "--delay", str(args.delay)], up_port)]
     results: dict[str, dict | str] = {}
     offset = 0
+    targets: dict[str, tuple[int, str]] = {}
     try:
         for name in args.only.split(","):
             port = free_port()
             if name == "direct":
-                target_port, path = up_port, "/v1/chat/completions"
+                targets[name] = (up_port, "/v1/chat/completions")
             elif name.startswith("tether"):
                 guards = "off" if name == "tether-off" else "on"
                 cmd = [sys.executable, "-m", "tether.cli", "gateway", "--upstream", upstream, "--port", str(port),
                        "--guards", guards, "--store", str(folder / f"{name}.db")]
                 procs.append(start(cmd, port, log=folder / f"{name}.log"))
-                target_port, path = port, "/v1/chat/completions"
+                targets[name] = (port, "/v1/chat/completions")
             elif name == "litellm":
                 cmd = litellm_command(upstream, port, folder)
                 if isinstance(cmd, str):
@@ -213,14 +216,20 @@ def main() -> None:
                 except RuntimeError as exc:
                     results[name] = f"LiteLLM did not start ({exc}); see {folder / 'litellm.log'}"
                     continue
-                target_port, path = port, "/v1/chat/completions"
+                targets[name] = (port, "/v1/chat/completions")
             else:
                 raise SystemExit(f"unknown target {name}")
-            asyncio.run(load(target_port, path, min(10, args.conversations), 1, args.turns, 10**6 + offset))  # warm-up
-            offset += 1000
-            results[name] = asyncio.run(load(target_port, path, args.conversations, args.waves, args.turns, offset))
-            offset += args.conversations * args.waves
-            print(f"{name}: {results[name]}", file=sys.stderr, flush=True)
+        order = list(targets)
+        for round_ in range(1, args.rounds + 1):
+            for name in (order if round_ % 2 else order[::-1]):
+                target_port, path = targets[name]
+                label = name if args.rounds == 1 else f"{name} #{round_}"
+                asyncio.run(load(target_port, path, min(10, args.conversations), 1, args.turns, 10**6 + offset))
+                offset += 1000
+                results[label] = asyncio.run(load(target_port, path, args.conversations, args.waves, args.turns,
+                                                  offset))
+                offset += args.conversations * args.waves
+                print(f"{label}: {results[label]}", file=sys.stderr, flush=True)
     finally:
         for p in procs:
             p.terminate()
@@ -230,8 +239,11 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    base = results.get("direct")
+    def baseline(label: str) -> dict | str | None:
+        return results.get("direct" + label[len(label.split(" ")[0]):])
+
     print(f"\n{args.conversations} concurrent conversations x {args.turns} turns x {args.waves} waves, "
+          f"{args.rounds} round(s), "
           f"upstream delay {args.delay * 1000:g} ms, {os.cpu_count()} CPU(s) shared with the client and upstream\n")
     print("| target | requests | errors | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -239,8 +251,9 @@ def main() -> None:
         if isinstance(r, str):
             print(f"| {name} | {r} | | | | | | |")
             continue
+        base = baseline(name)
         added = ((f"{r['p50_ms'] - base['p50_ms']:.2f}", f"{r['p99_ms'] - base['p99_ms']:.2f}")
-                 if isinstance(base, dict) and name != "direct" else ("-", "-"))
+                 if isinstance(base, dict) and not name.startswith("direct") else ("-", "-"))
         print(f"| {name} | {r['requests']} | {r['errors']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {added[0]} | "
               f"{added[1]} | {r['rps']:.0f} |")
     for name, r in results.items():
