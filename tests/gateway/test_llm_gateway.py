@@ -226,3 +226,20 @@ def test_a_node_openai_loop_ends_by_its_own_logic(gateway_on, tmp_path):
     assert stats(upstream)["with_tools"] <= 5
     runs = SQLiteStore(db).list_runs(kind="gateway")
     assert [r["status"] for r in runs] == ["loop_aborted"]
+
+
+def test_a_budget_applies_per_conversation(upstream, tmp_path):
+    db = tmp_path / "runs.db"
+    proc, url = start_gateway(upstream, db, "--guards", "off", "--budget", "tool_calls=2")
+    try:
+        text_a, turns_a = chat_loop(url, stream=False, run="budget-a")
+        text_b, turns_b = chat_loop(url, stream=False, run="budget-b")     # its own budget
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert turns_a == turns_b == 3 and "could not fetch report r-7" in text_a
+    store = SQLiteStore(db)
+    for run_id in ("budget-a", "budget-b"):
+        run = store.get_run(run_id)
+        assert run["status"] == "budget_exceeded" and "tool calls budget exhausted" in run["reason"]
+        assert "fetch_report(report_id=r-7)" in run["reply"]      # the done / not-done ledger

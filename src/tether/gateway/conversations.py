@@ -27,6 +27,9 @@ from typing import Any, Callable, Sequence
 
 from ..errors import RunStop
 from ..events import ToolCallEvent, ToolResultEvent
+from ..guards import Verdict
+from ..guards._base import Trip
+from ..guards.budget import BudgetGuard
 from ..ids import check_id
 from ..messages import Decision, Message, ToolSpec, Usage
 from ..models import ModelRequest, ModelResponse
@@ -142,6 +145,8 @@ class Conversation:
             stop = await self._tool(call, m.content)
         redacted = [self._redact(m) for m in new]
         self.recorded = [*self.recorded, *redacted] if extends else redacted
+        if stop is None and tools:
+            stop = self._no_more_calls()
         if stop is None:
             session.state.step += 1
             request = ModelRequest(messages=self.recorded, tools=tools, step=session.state.step)
@@ -151,6 +156,24 @@ class Conversation:
         if stop is not None:
             return Decided("stop", stop=stop, conversation=self)
         return Decided("forward", hints=session.take_hints(), conversation=self)
+
+    def _no_more_calls(self) -> RunStop | None:
+        """The agent, not the gateway, runs the tools: a request that offers tools once the
+        tool-call budget is spent would let the model ask for one more, so it is stopped."""
+        session = self.session
+        made = session.state.tool_calls
+        for guard in session.chain.guards:
+            limit = guard.budget.max_tool_calls if isinstance(guard, BudgetGuard) else None
+            if limit is not None and made >= limit:
+                verdict = Verdict("stop", "budget.tool_calls",
+                                  f"tool calls budget exhausted: {made} made, limit {limit}; no further call is "
+                                  "offered to the model", {"dimension": "tool_calls", "projected": made + 1,
+                                                          "limit": limit},
+                                  status=TerminalStatus.BUDGET_EXCEEDED, finish_up=True)
+                session._record_trip(Trip(guard, verdict))
+                session.stopped_by = guard
+                return session.stop(verdict)
+        return None
 
     async def _tool(self, call: Any, content: str) -> RunStop | None:
         session = self.session
