@@ -203,6 +203,8 @@ class Conversation:
                                     model=model, params=params)
 
     def record_response(self, decision: Decision, usage: Usage, latency_ms: float) -> None:
+        for call in decision.tool_calls:      # a stateful client (previous_response_id) sends back only the outputs
+            self.calls.setdefault(call.id, call)
         if decision.text:
             decision = decision.model_copy(update={"text": self._text(decision.text)})
         self.session.record_response(ModelResponse(decision=decision, usage=usage), latency_ms=latency_ms)
