@@ -159,6 +159,16 @@ def test_the_responses_api_loop_is_stopped_too(gateway_on):
             items.append({"type": "function_call_output", "call_id": c.call_id, "output": FAILED})
     assert turn == 5 and response.output_text
     assert stats(upstream)["with_tools"] == 4
+    # a stateful client: only the new items, after previous_response_id
+    response = client.responses.create(model="stubborn", input="Fetch report r-8 statefully.", tools=tools)
+    for turn in range(1, 21):
+        calls = [o for o in response.output if o.type == "function_call"]
+        if not calls:
+            break
+        response = client.responses.create(model="stubborn", previous_response_id=response.id, tools=tools,
+                                           input=[{"type": "function_call_output", "call_id": c.call_id,
+                                                   "output": FAILED} for c in calls])
+    assert turn == 5 and stats(upstream)["with_tools"] == 8
 
 
 def test_with_guards_off_the_gateway_is_transparent(upstream, tmp_path):

@@ -115,8 +115,10 @@ class Conversation:
     def _text(self, text: str) -> str:
         return self.redactor.text(text) if _MAYBE_SECRET.search(text) else text
 
-    async def before(self, messages: list[Message], tools: list[ToolSpec], model: str) -> Decided:
-        """Read what is new in the history and ask the guards about this request."""
+    async def before(self, messages: list[Message], tools: list[ToolSpec], model: str, *,
+                     delta: bool = False) -> Decided:
+        """Read what is new in the history and ask the guards about this request
+        (``delta``: the request carries only what is new, after a previous response)."""
         session = self.session
         self.last = time.monotonic()
         self.dirty = True
@@ -124,11 +126,11 @@ class Conversation:
             session.specs = tools
         if self.stopped is not None:
             return Decided("stop", stop=self.stopped, conversation=self)
-        extends = len(messages) >= self.length and bool(self.recorded)
-        new = messages[self.length:] if extends else messages
-        self.length = len(messages)
+        extends = (len(messages) >= self.length or delta) and bool(self.recorded)
+        new = messages if delta else messages[self.length:] if extends else messages
+        first = self.length if delta else len(messages) - len(new)
+        self.length = self.length + len(messages) if delta else len(messages)
         stop: RunStop | None = self.pending_stop
-        first = len(messages) - len(new)
         for index, m in enumerate(new, first):
             for call in m.tool_calls:
                 self.calls[call.id] = call

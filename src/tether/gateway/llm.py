@@ -157,7 +157,20 @@ def gateway_app(config: GatewayConfig) -> Any:
         if not isinstance(parsed, dict):
             await passthrough(scope, body, send)
             return
-        await guarded(scope, kind, body, parsed, send)
+        started: list[bool] = []
+
+        async def tracked(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                started.append(True)
+            await send(message)
+
+        try:
+            await guarded(scope, kind, body, parsed, tracked)
+        except Exception as exc:          # a bug must not print a traceback nor leave the client hanging
+            print(f"tether gateway: internal error on {scope['path']}: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+            if not started:
+                await respond(send, 500, _error_body(f"tether gateway: internal error: {type(exc).__name__}"))
 
     async def guarded(scope: dict[str, Any], kind: str, body: bytes, request: dict[str, Any], send: Any) -> None:
         messages = messages_of(kind, request)
@@ -170,7 +183,7 @@ def gateway_app(config: GatewayConfig) -> Any:
         except Exception as exc:          # an X-Tether-Run that is not an id
             await respond(send, 400, _error_body(str(exc), "invalid_request_error"))
             return
-        decided = await conv.before(messages, tools, model)
+        decided = await conv.before(messages, tools, model, delta=isinstance(previous, str) and previous != "")
         streamed = bool(request.get("stream"))
         if decided.action == "stop":
             await answer_stop(kind, request, decided, model, streamed, send, scope)
