@@ -16,7 +16,9 @@ chat requests with a growing history (tool call, tool result, a new result
 each turn, so no guard trips), ``--waves`` times. The load generator is a lean
 keep-alive HTTP/1.1 client on asyncio streams, the same for every target.
 Reported per target: latency p50 / p99 per request, the latency the proxy adds
-over ``direct`` (p50, p99), and requests per second. Everything shares this
+over ``direct`` (p50, p99), requests per second, and the CPU time the proxy
+process spent per request (for ``direct``: the upstream's own), which the
+machine's other load does not change much. Everything shares this
 machine's cores, the client included: the numbers are for comparing targets
 within one run, not absolute.
 """
@@ -145,6 +147,24 @@ async def load(port: int, path: str, conversations: int, waves: int, turns: int,
             "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000, "rps": len(latencies) / wall}
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) a process and its children have used so far (Linux /proc)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks      # utime stime cutime cstime
+    try:
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            total += cpu_seconds(int(child))
+    except OSError:
+        pass
+    return total
+
+
 def start(cmd: list[str], port: int, env: dict | None = None, log: Path | None = None,
           timeout: float = 90.0) -> subprocess.Popen:
     out = open(log, "wb") if log else subprocess.DEVNULL
@@ -193,6 +213,7 @@ def main() -> None:
     results: dict[str, dict | str] = {}
     offset = 0
     targets: dict[str, tuple[int, str]] = {}
+    pids: dict[str, int | None] = {"direct": procs[0].pid}
     try:
         for name in args.only.split(","):
             port = free_port()
@@ -204,6 +225,7 @@ def main() -> None:
                        "--guards", guards, "--store", str(folder / f"{name}.db")]
                 procs.append(start(cmd, port, log=folder / f"{name}.log"))
                 targets[name] = (port, "/v1/chat/completions")
+                pids[name] = procs[-1].pid
             elif name == "litellm":
                 cmd = litellm_command(upstream, port, folder)
                 if isinstance(cmd, str):
@@ -217,6 +239,7 @@ def main() -> None:
                     results[name] = f"LiteLLM did not start ({exc}); see {folder / 'litellm.log'}"
                     continue
                 targets[name] = (port, "/v1/chat/completions")
+                pids[name] = procs[-1].pid
             else:
                 raise SystemExit(f"unknown target {name}")
         order = list(targets)
@@ -226,8 +249,11 @@ def main() -> None:
                 label = name if args.rounds == 1 else f"{name} #{round_}"
                 asyncio.run(load(target_port, path, min(10, args.conversations), 1, args.turns, 10**6 + offset))
                 offset += 1000
+                cpu = cpu_seconds(pids.get(name))
                 results[label] = asyncio.run(load(target_port, path, args.conversations, args.waves, args.turns,
                                                   offset))
+                spent = cpu_seconds(pids.get(name)) - cpu
+                results[label]["cpu_ms"] = spent * 1000 / max(1, results[label]["requests"])
                 offset += args.conversations * args.waves
                 print(f"{label}: {results[label]}", file=sys.stderr, flush=True)
     finally:
@@ -245,17 +271,17 @@ def main() -> None:
     print(f"\n{args.conversations} concurrent conversations x {args.turns} turns x {args.waves} waves, "
           f"{args.rounds} round(s), "
           f"upstream delay {args.delay * 1000:g} ms, {os.cpu_count()} CPU(s) shared with the client and upstream\n")
-    print("| target | requests | errors | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| target | requests | errors | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s | CPU ms/req |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():
         if isinstance(r, str):
-            print(f"| {name} | {r} | | | | | | |")
+            print(f"| {name} | {r} | | | | | | | |")
             continue
         base = baseline(name)
         added = ((f"{r['p50_ms'] - base['p50_ms']:.2f}", f"{r['p99_ms'] - base['p99_ms']:.2f}")
                  if isinstance(base, dict) and not name.startswith("direct") else ("-", "-"))
         print(f"| {name} | {r['requests']} | {r['errors']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {added[0]} | "
-              f"{added[1]} | {r['rps']:.0f} |")
+              f"{added[1]} | {r['rps']:.0f} | {r['cpu_ms']:.2f} |")
     for name, r in results.items():
         if isinstance(r, dict) and r["errors"]:
             print(f"\n{name}: first error: {r['first_error']}")
