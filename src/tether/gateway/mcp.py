@@ -25,7 +25,8 @@ import sys
 from typing import Any, Awaitable, Callable
 
 from ..errors import UpstreamFailure
-from .mcp_upstream import RAW, UNAVAILABLE, Upstream, default_initialize, dumps, with_id
+from .mcp_upstream import (LAZY, RAW, UNAVAILABLE, Upstream, default_initialize, dumps, lazy_result, parse_lazy,
+                           with_id)
 from .windows import GuardWindows
 
 HINT_PREFIX = "[tether] "
@@ -220,6 +221,9 @@ class MCPGateway:
         async def forward() -> dict[str, Any]:
             nonlocal error
             reply = await self._forward(upstream, "tools/call", params, rid)
+            if reply.get(LAZY):
+                replies.append(reply)
+                return lazy_result(reply[RAW])
             if "error" in reply:
                 error = reply["error"]
                 text = str(error.get("message", "error")) if isinstance(error, dict) else str(error)
@@ -244,7 +248,9 @@ class MCPGateway:
         result = outcome.result
         if not outcome.hints and replies:
             return with_id(replies[0], rid)
-        if replies:
+        if replies and replies[0].get(LAZY):        # a hint on a big result: read it after all
+            result = parse_lazy(replies[0]).get("result") or {}
+        elif replies:
             replies[0].pop(RAW, None)
         if outcome.hints:
             content = list(result.get("content") or [])
@@ -306,7 +312,7 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
             except asyncio.LimitOverrunError:
                 await send(_error(None, -32600, "message too large"))
                 break
-            if not line.strip():
+            if len(line) < 8 and not line.strip():
                 continue
             try:
                 message = json.loads(line)

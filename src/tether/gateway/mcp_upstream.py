@@ -30,6 +30,9 @@ TIMEOUT, UNAVAILABLE = -32001, -32002
 
 OnMessage = Callable[[dict[str, Any]], Awaitable[None]]
 RAW = "\x00raw"      # key under which a response keeps the bytes it was read from
+LAZY = "\x00lazy"    # a big response passed on unparsed (its RAW bytes are the message)
+LAZY_BYTES = 4 * 1024 * 1024
+_READ_METHODS = frozenset({"initialize", "tools/list", "ping"})     # answers the gateway itself reads
 _HEAD = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+)\s*(?=[,}])')
 
 
@@ -44,7 +47,7 @@ def with_id(reply: dict[str, Any], rid: Any) -> dict[str, Any] | bytes:
             end = len(raw)
             while end and raw[end - 1] in (9, 10, 13, 32):     # trailing whitespace, without copying
                 end -= 1
-            return b"".join((raw[:m.start(1)], dumps(rid), raw[m.end(1):end]))
+            return b"".join((raw[:m.start(1)], dumps(rid), memoryview(raw)[m.end(1):end]))
     return {**reply, "id": rid}
 
 
@@ -56,6 +59,23 @@ def _short(data: bytes | str, n: int = 120) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     text = text.strip()
     return repr(text[:n] + ("…" if len(text) > n else ""))
+
+
+def lazy_result(raw: bytes) -> dict[str, Any]:
+    """What the guards and the record see of a big tools/call answer passed on unparsed:
+    its size and digest (the same bytes again are the same result) and its error flag."""
+    import zlib
+
+    head = _HEAD.match(raw[:200])
+    body = memoryview(raw)[head.end() if head is not None else 0:]      # without the id: same answer, same checksum
+    text = f"[a result of {len(raw)} bytes, passed on unread; crc32 {zlib.crc32(body):08x}]"
+    return {"content": [{"type": "text", "text": text}], "isError": b'"isError":true' in raw}
+
+
+def parse_lazy(reply: dict[str, Any]) -> dict[str, Any]:
+    """The whole message of a lazy reply (when the gateway must change it after all)."""
+    message = json.loads(reply.pop(RAW))
+    return message if isinstance(message, dict) else {"id": reply.get("id"), "result": {}}
 
 
 def default_initialize() -> dict[str, Any]:
@@ -77,6 +97,7 @@ class Upstream:
         self.dead: str | None = None          # why it is no longer usable
         self.stray: list[Any] = []            # ids the server answered that no request had
         self.init_result: dict[str, Any] | None = None
+        self.methods: dict[int, str] = {}     # pending request id -> method
 
     # -- to implement -------------------------------------------------------------------------
     async def _open(self) -> None: ...
@@ -118,6 +139,7 @@ class Upstream:
         rid = self.next_id
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
+        self.methods[rid] = method
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
@@ -135,6 +157,7 @@ class Upstream:
                                   code=TIMEOUT) from None
         finally:
             self.pending.pop(rid, None)
+            self.methods.pop(rid, None)
 
     async def notify(self, message: dict[str, Any]) -> None:
         """A notification or a response to the server's own request (no answer expected)."""
@@ -230,8 +253,14 @@ class StdioUpstream(Upstream):
                     await self.fail(f"{self.label} wrote a message over {MAX_LINE // 2**20} MB; "
                                     "it will be restarted on the next call")
                     return
-                if not line.strip():
+                if len(line) < 8 and not line.strip():
                     continue
+                if len(line) > LAZY_BYTES:          # a big answer: passed on as read, parsed only if needed
+                    head = _HEAD.match(line[:200])
+                    rid = int(head.group(1)) if head is not None else None
+                    if rid is not None and self.methods.get(rid, "initialize") not in _READ_METHODS:
+                        await self.received({"jsonrpc": "2.0", "id": rid, LAZY: True}, line)
+                        continue
                 try:
                     message = json.loads(line)
                 except ValueError:
