@@ -30,6 +30,19 @@ def test_the_gateway_stack_has_no_cap_unless_a_budget_is_given():
     assert isinstance(with_budget[0], BudgetGuard) and with_budget[0].budget.max_tool_calls == 3
     assert [g.name for g in gateway_stack("loop")()] == ["loop"]
     assert gateway_stack("off")() == ()
+    loop = next(g for g in gateway_stack("on", exempt=["git_status"])() if g.name == "loop")
+    assert loop.config.exempt_tools == frozenset({"git_status"})
+
+
+async def test_an_exempt_status_tool_is_never_a_loop(tmp_path):
+    windows = GuardWindows(guards=gateway_stack("on", exempt=["git_status"]), guards_label="on",
+                           store=SQLiteStore(tmp_path / "runs.db"), idle=60, base_id="x", clock=Clock())
+
+    async def clean() -> dict:
+        return ok("nothing to commit, working tree clean")
+
+    outcomes = [await windows.call("git_status", {"repo_path": "/r"}, clean) for _ in range(10)]
+    assert all(o.result is not None and not o.hints for o in outcomes)
 
 
 async def test_a_stop_lasts_until_an_idle_gap_then_a_new_window_starts(tmp_path):

@@ -42,6 +42,7 @@ def gateway_command(
     budget: Annotated[Optional[str], typer.Option(help="a budget per conversation, e.g. tool_calls=30,model_calls=40,tokens=200000,cost=0.5")] = None,
     stop_reply: Annotated[Optional[str], typer.Option(help="answer a stop with this text instead of asking the model for a finish-up")] = None,
     timeout: Annotated[float, typer.Option(min=1, help="seconds the upstream has to answer one request")] = 600.0,
+    exempt: Annotated[Optional[list[str]], typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     with user_errors():
@@ -55,7 +56,7 @@ def gateway_command(
         if not upstream.startswith(("http://", "https://")):
             raise UsageError(f"--upstream {upstream!r}: expected an http:// or https:// URL such as "
                              "https://api.openai.com/v1")
-        stack = gateway_stack(guards, parse_budget(budget) if budget else None)
+        stack = gateway_stack(guards, parse_budget(budget) if budget else None, exempt or ())
         db = SQLiteStore(store)
         config = GatewayConfig(upstream=upstream, guards=stack, guards_label=f"{guards}+budget" if budget else guards,
                                store=db, stop_reply=stop_reply, timeout=timeout)

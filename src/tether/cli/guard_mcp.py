@@ -61,6 +61,7 @@ def mcp_command(
     startup_timeout: Annotated[float, typer.Option(min=0.01, help="seconds the server has to start and answer initialize")] = 30.0,
     listen: Annotated[Optional[str], typer.Option(help="serve Streamable HTTP on HOST:PORT instead of stdio")] = None,
     upstream: Annotated[Optional[str], typer.Option(help="a Streamable HTTP MCP server's URL, instead of COMMAND")] = None,
+    exempt: Annotated[Optional[list[str]], typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn)")] = None,
 ) -> None:
@@ -80,7 +81,7 @@ def mcp_command(
             raise UsageError(f"--upstream {upstream!r}: expected an http:// or https:// URL")
         if run_id is not None:
             check_id(run_id, "run id")
-        stack = gateway_stack(guards, parse_budget(budget) if budget else None)
+        stack = gateway_stack(guards, parse_budget(budget) if budget else None, exempt or ())
         label = f"{guards}+budget" if budget else guards
         db = SQLiteStore(store)
         windows = GuardWindows(guards=stack, guards_label=label, store=db, idle=idle, base_id=run_id,
