@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from typing import Any, Callable
 
@@ -20,11 +21,13 @@ from .mcp_upstream import Upstream, dumps
 from .windows import GuardWindows
 
 MAX_SESSIONS = 256
+SESSION_IDLE_S = 3600.0      # a session nobody used for this long is closed (its server stopped)
 
 
 class _Session:
     def __init__(self, connect: Callable[..., Upstream], windows: GuardWindows | None, call_timeout: float):
         self.outbox: asyncio.Queue = asyncio.Queue(maxsize=1000)
+        self.last = time.monotonic()
         self.gateway = MCPGateway(connect, self._push, windows=windows, call_timeout=call_timeout)
 
     async def _push(self, message: dict[str, Any]) -> None:
@@ -87,6 +90,9 @@ def mcp_app(connect: Callable[..., Upstream], *, windows: GuardWindows | None, c
             return
         is_init = isinstance(message, dict) and message.get("method") == "initialize"
         if is_init:
+            now = time.monotonic()
+            for old_sid in [k for k, v in sessions.items() if now - v.last > SESSION_IDLE_S]:
+                await sessions.pop(old_sid).gateway.close()
             if len(sessions) >= MAX_SESSIONS:
                 oldest = next(iter(sessions))
                 await sessions.pop(oldest).gateway.close()
@@ -97,6 +103,7 @@ def mcp_app(connect: Callable[..., Upstream], *, windows: GuardWindows | None, c
             await respond(send, 404 if sid else 400,
                           dumps(_error(None, -32001, "unknown or missing Mcp-Session-Id; initialize first")))
             return
+        session.last = time.monotonic()
         reply = await session.gateway.handle(message)
         headers = [(b"mcp-session-id", sid.encode())] if sid else []
         if reply is None:
