@@ -123,9 +123,9 @@ def test_a_python_openai_loop_ends_by_its_own_logic(gateway_on, stream):
     if not stream:      # guard-check and the viewer read the run like any other
         check = CliRunner().invoke(app, ["guard-check", run_id, "--store", str(db)])
         assert check.exit_code == 3 and "4th identical call to fetch_report" in check.output, check.output
-        from tether.report.html.server import make_server
-
         import threading
+
+        from tether.report.html.server import make_server
 
         server = make_server(SQLiteStore(db))
         threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP gateway tests drive the mcp package's client: pip install 'tether[mcp]'")
 
-import tether  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-from mcp.types import PaginatedRequestParams  # noqa: E402
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import PaginatedRequestParams
 
-from tether.store import SQLiteStore  # noqa: E402
+import tether
+from tether.store import SQLiteStore
 
 SERVERS = Path(__file__).with_name("mcp_servers.py")
 

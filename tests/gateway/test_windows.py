@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from tether.gateway.windows import RECORD_LIMIT, GuardWindows, result_fields
 from tether.guards.budget import Budget, BudgetGuard
 from tether.guards.stacks import gateway_stack
 from tether.store import SQLiteStore
-from tether.gateway.windows import RECORD_LIMIT, GuardWindows, result_fields
 
 
 class Clock:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -39,11 +39,11 @@ def gateway_command(
     port: Annotated[int, typer.Option(min=0, max=65535, help="port to listen on")] = 8787,
     host: Annotated[str, typer.Option(help="address to listen on (loopback by default)")] = "127.0.0.1",
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on (loop and result checks), off, or a comma list such as loop,result")] = "on",
-    budget: Annotated[Optional[str], typer.Option(help="a budget per conversation, e.g. tool_calls=30,model_calls=40,tokens=200000,cost=0.5")] = None,
-    stop_reply: Annotated[Optional[str], typer.Option(help="answer a stop with this text instead of asking the model for a finish-up")] = None,
+    budget: Annotated[str | None, typer.Option(help="a budget per conversation, e.g. tool_calls=30,model_calls=40,tokens=200000,cost=0.5")] = None,
+    stop_reply: Annotated[str | None, typer.Option(help="answer a stop with this text instead of asking the model for a finish-up")] = None,
     timeout: Annotated[float, typer.Option(min=1, help="seconds the upstream has to answer one request")] = 600.0,
-    exempt: Annotated[Optional[list[str]], typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    exempt: Annotated[list[str] | None, typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
+    store: Annotated[Path | None, typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     with user_errors():
         from ..errors import UsageError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -53,17 +53,17 @@ Examples:
 
 @app.command("mcp", help=MCP_HELP, context_settings={"allow_interspersed_args": False})
 def mcp_command(
-    command: Annotated[Optional[list[str]], typer.Argument(help="the MCP server to start, after --: COMMAND ARGS...")] = None,
+    command: Annotated[list[str] | None, typer.Argument(help="the MCP server to start, after --: COMMAND ARGS...")] = None,
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on (loop and result checks), off, or a comma list such as loop,result")] = "on",
-    budget: Annotated[Optional[str], typer.Option(help="a budget per window, e.g. tool_calls=50,seconds=600 (none by default)")] = None,
+    budget: Annotated[str | None, typer.Option(help="a budget per window, e.g. tool_calls=50,seconds=600 (none by default)")] = None,
     idle: Annotated[float, typer.Option(min=0.01, help="seconds without a call that end a window (its guard state and run)")] = 300.0,
     call_timeout: Annotated[float, typer.Option(min=0.01, help="seconds the server has to answer one request")] = 120.0,
     startup_timeout: Annotated[float, typer.Option(min=0.01, help="seconds the server has to start and answer initialize")] = 30.0,
-    listen: Annotated[Optional[str], typer.Option(help="serve Streamable HTTP on HOST:PORT instead of stdio")] = None,
-    upstream: Annotated[Optional[str], typer.Option(help="a Streamable HTTP MCP server's URL, instead of COMMAND")] = None,
-    exempt: Annotated[Optional[list[str]], typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn)")] = None,
+    listen: Annotated[str | None, typer.Option(help="serve Streamable HTTP on HOST:PORT instead of stdio")] = None,
+    upstream: Annotated[str | None, typer.Option(help="a Streamable HTTP MCP server's URL, instead of COMMAND")] = None,
+    exempt: Annotated[list[str] | None, typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
+    store: Annotated[Path | None, typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    run_id: Annotated[str | None, typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn)")] = None,
 ) -> None:
     with user_errors():
         from ..errors import UsageError

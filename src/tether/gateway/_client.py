@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 from ..errors import UpstreamFailure
@@ -24,7 +24,7 @@ _NO_BODY = {204, 304}
 
 
 class Response:
-    def __init__(self, pool: "Pool", conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], status: int,
+    def __init__(self, pool: Pool, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], status: int,
                  headers: list[tuple[bytes, bytes]], length: int | None, chunked: bool, keep: bool, timeout: float):
         self.pool, self.conn, self.status, self.headers = pool, conn, status, headers
         self.length, self.chunked, self.keep, self.timeout = length, chunked, keep, timeout
@@ -39,7 +39,7 @@ class Response:
     async def _read(self, coro):
         try:
             return await asyncio.wait_for(coro, self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise UpstreamFailure(f"the upstream sent nothing for {self.timeout:g} s") from None
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as exc:
             raise UpstreamFailure(f"the upstream's answer broke off ({type(exc).__name__})") from None
@@ -115,7 +115,7 @@ class Pool:
         try:
             return await asyncio.wait_for(asyncio.open_connection(self.host, self.port, ssl=self._ssl,
                                                                   limit=MAX_HEAD * 4), 30.0)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise UpstreamFailure(f"cannot connect to {self.host}:{self.port} ({type(exc).__name__}: {exc})") from None
 
     async def request(self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
@@ -135,7 +135,7 @@ class Pool:
                 writer.write(data)
                 await writer.drain()
                 line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 writer.close()
                 raise UpstreamFailure(f"the upstream did not answer within {self.timeout:g} s") from None
             except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError) as exc:

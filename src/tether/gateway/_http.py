@@ -7,7 +7,8 @@ parsing, keep-alive and graceful shutdown.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 from ..errors import UsageError
 

@@ -22,8 +22,9 @@ import json
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import RunStop
 from ..events import ToolCallEvent, ToolResultEvent
@@ -78,7 +79,7 @@ class Decided:
     action: str                      # "forward" | "stop"
     hints: list[str] = field(default_factory=list)
     stop: RunStop | None = None
-    conversation: "Conversation | None" = None
+    conversation: Conversation | None = None
 
 
 class Conversation:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
-import time
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
 
 from ..errors import RunStop, UpstreamFailure
 from ._client import Pool, Response

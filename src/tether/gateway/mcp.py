@@ -22,11 +22,21 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..errors import UpstreamFailure
-from .mcp_upstream import (LAZY, RAW, UNAVAILABLE, Upstream, default_initialize, dumps, lazy_result, parse_lazy,
-                           with_id)
+from .mcp_upstream import (
+    LAZY,
+    RAW,
+    UNAVAILABLE,
+    Upstream,
+    default_initialize,
+    dumps,
+    lazy_result,
+    parse_lazy,
+    with_id,
+)
 from .windows import GuardWindows
 
 HINT_PREFIX = "[tether] "

@@ -13,7 +13,8 @@ import asyncio
 import json
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._http import header, read_body, respond
 from .mcp import MCPGateway, _error

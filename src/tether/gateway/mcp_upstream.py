@@ -19,7 +19,8 @@ import json
 import os
 import re
 import sys
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from ..errors import UpstreamFailure
 
@@ -112,7 +113,7 @@ class Upstream:
         try:
             await asyncio.wait_for(self._open(), self.startup_timeout)
             reply = await self.request("initialize", init_params, timeout=self.startup_timeout, startup=True)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.fail(f"{self.label} did not start within the start-up timeout ({self.startup_timeout:g} s)")
             raise UpstreamFailure(self.dead or "start-up timeout", code=TIMEOUT) from None
         except UpstreamFailure:
@@ -146,7 +147,7 @@ class Upstream:
         try:
             await self._send(message)
             return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if startup:
                 raise
             stray = f"; meanwhile it answered id(s) {', '.join(map(repr, self.stray[-3:]))} that no request had" \
@@ -301,7 +302,7 @@ class StdioUpstream(Upstream):
                     proc.stdin.close()
                 try:
                     await asyncio.wait_for(proc.wait(), 2.0)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     proc.kill()
                     await proc.wait()
             except (ProcessLookupError, OSError):

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from ..errors import RunStop
 from ..events import ToolCallEvent, ToolResultEvent
