@@ -44,6 +44,14 @@ def tools_server():
         """A text result of this many megabytes."""
         return "x" * (megabytes * 1024 * 1024)
 
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process at once."""
+        import os
+
+        print("out of memory (pretend)", file=sys.stderr, flush=True)
+        os._exit(1)
+
     @server.resource("notes://today")
     def today() -> str:
         """Today's notes."""

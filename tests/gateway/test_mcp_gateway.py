@@ -128,6 +128,17 @@ async def test_calls_spread_over_idle_gaps_open_new_windows_and_all_succeed(tmp_
     assert "loop_aborted" in out.output and "completed" in out.output
 
 
+async def test_a_server_that_dies_mid_session_is_restarted_on_the_next_call(tmp_path):
+    async with gateway(tmp_path / "runs.db") as client:
+        await client.initialize()
+        before = await client.call_tool("get_time", {})
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("crash", {})
+        assert "exited with code 1" in str(info.value) and "out of memory (pretend)" in str(info.value)
+        after = await client.call_tool("get_time", {})          # a new server process answers
+    assert not before.is_error and not after.is_error and text(after) != text(before)
+
+
 async def test_resources_prompts_and_server_info_pass_through(tmp_path):
     async with direct() as d:
         d_init = await d.initialize()
