@@ -18,8 +18,9 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── UnsafeId               an id outside the one id pattern (ids.py)
     │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
-    │   └── ModelFailure           the model seam raised or answered garbage
-    │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │   ├── ModelFailure           the model seam raised or answered garbage
+    │   │   └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │   └── UpstreamFailure        a gateway's upstream (MCP server, model API) died, hung or misbehaved
     └── LoopSignal                 signals between the run loop, its gates and its callers
         ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
         └── RunAborted             the run must not go on; the loop records it and re-raises
@@ -162,6 +163,17 @@ class ModelFailure(RunFailure):
         if infrastructure is not None:
             self.infrastructure = infrastructure
         super().__init__(f"model {model!r} failed at step {step}: {detail}")
+
+
+class UpstreamFailure(RunFailure):
+    """What a gateway (tether.gateway) puts in front of: an MCP server or a model
+    API died, hung, or answered something that is not the protocol. ``code`` is
+    the JSON-RPC error code the MCP gateway answers the client with."""
+
+    def __init__(self, detail: str, *, code: int = -32002):
+        self.detail = detail
+        self.code = code
+        super().__init__(detail)
 
 
 class LoopSignal(TetherError):

@@ -40,7 +40,7 @@ from .status import TerminalStatus
 TRACE_VERSION = 2
 
 RequestRole = Literal["agent", "judge", "user", "drift", "review"]
-RunKind = Literal["run", "eval", "replay", "cassette", "import", "mcp", "plan"]
+RunKind = Literal["run", "eval", "replay", "cassette", "import", "mcp", "plan", "gateway"]
 
 
 class _Event(BaseModel):

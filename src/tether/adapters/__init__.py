@@ -9,8 +9,9 @@ Each adapter is an optional extra, imported lazily:
   the OpenAI Agents SDK, through a wrapped ``Model``, function tools and run hooks;
 * :mod:`tether.adapters.langchain` (``pip install 'tether[langchain]'``): LangChain
   v1 agent middleware (``wrap_model_call``, ``wrap_tool_call``);
-* :mod:`tether.adapters.mcp_proxy` (``pip install 'tether[mcp]'``): a guarded stdio
-  proxy in front of any MCP server (``tether guard mcp``).
+
+MCP servers and agents in other languages are guarded from outside, by the
+gateways in :mod:`tether.gateway` (``tether guard mcp``, ``tether gateway``).
 
 Every adapter drives a :class:`tether.runtime.RunSession`: the framework's own
 loop decides, the session records, guards and runs the harness's tools.

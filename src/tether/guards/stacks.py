@@ -61,3 +61,26 @@ def guard_stack(spec: str) -> Callable[[], Sequence[Guard]]:
         raise UsageError(f"unknown guard(s) {', '.join(unknown)} in --guards {spec!r}; "
                          f"use off, on, or a comma list of: {', '.join(FACTORIES)}{goal}")
     return lambda: tuple(FACTORIES[n]() for n in names)
+
+
+def gateway_stack(spec: str, budget: Budget | None = None,
+                  exempt: Sequence[str] = ()) -> Callable[[], Sequence[Guard]]:
+    """The stack for a gateway's runs (MCP windows, LLM conversations): like
+    :func:`guard_stack`, but ``on`` has no absolute cap on time or calls: a
+    gateway's run lasts as long as its client keeps it, so a budget applies
+    only when one is given (``--budget``), in place of any listed ``budget``.
+    ``exempt``: tools the loop guard does not count (a status a user asks for
+    again and again, ``--exempt git_status``)."""
+    names = spec.strip()
+    base = guard_stack(names)
+    if names == "on":
+        base = guard_stack(",".join(n for n in REFERENCE_ORDER if n != "budget"))
+
+    def make() -> Sequence[Guard]:
+        guards = [g for g in base() if budget is None or not isinstance(g, BudgetGuard)]
+        if exempt:
+            guards = [LoopGuard(LoopConfig(exempt_tools=frozenset(exempt))) if isinstance(g, LoopGuard) else g
+                      for g in guards]
+        return (BudgetGuard(budget), *guards) if budget is not None else tuple(guards)
+
+    return make

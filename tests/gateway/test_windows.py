@@ -1,0 +1,92 @@
+"""Guard windows and the gateway stack, in process (no server)."""
+
+from __future__ import annotations
+
+from tether.gateway.windows import RECORD_LIMIT, GuardWindows, result_fields
+from tether.guards.budget import Budget, BudgetGuard
+from tether.guards.stacks import gateway_stack
+from tether.store import SQLiteStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ok(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def failed(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def test_the_gateway_stack_has_no_cap_unless_a_budget_is_given():
+    assert not any(isinstance(g, BudgetGuard) for g in gateway_stack("on")())
+    with_budget = gateway_stack("on", Budget(max_tool_calls=3))()
+    assert isinstance(with_budget[0], BudgetGuard) and with_budget[0].budget.max_tool_calls == 3
+    assert [g.name for g in gateway_stack("loop")()] == ["loop"]
+    assert gateway_stack("off")() == ()
+    loop = next(g for g in gateway_stack("on", exempt=["git_status"])() if g.name == "loop")
+    assert loop.config.exempt_tools == frozenset({"git_status"})
+
+
+async def test_an_exempt_status_tool_is_never_a_loop(tmp_path):
+    windows = GuardWindows(guards=gateway_stack("on", exempt=["git_status"]), guards_label="on",
+                           store=SQLiteStore(tmp_path / "runs.db"), idle=60, base_id="x", clock=Clock())
+
+    async def clean() -> dict:
+        return ok("nothing to commit, working tree clean")
+
+    outcomes = [await windows.call("git_status", {"repo_path": "/r"}, clean) for _ in range(10)]
+    assert all(o.result is not None and not o.hints for o in outcomes)
+
+
+async def test_a_stop_lasts_until_an_idle_gap_then_a_new_window_starts(tmp_path):
+    clock, store = Clock(), SQLiteStore(tmp_path / "runs.db")
+    windows = GuardWindows(guards=gateway_stack("on"), guards_label="on", store=store, idle=60, base_id="w",
+                           clock=clock)
+
+    async def denied() -> dict:
+        return failed("report r-7: access denied")
+
+    outcomes = []
+    for _ in range(5):
+        clock.now += 1
+        outcomes.append(await windows.call("fetch_report", {"report_id": "r-7"}, denied))
+    assert outcomes[2].hints and "3rd identical call" in outcomes[2].hints[0]
+    assert outcomes[3].result is None and "tether stopped this window" in outcomes[3].error_text
+    assert outcomes[4].result is None and "after 60 s without calls" in outcomes[4].error_text
+    clock.now += 61
+    again = await windows.call("fetch_report", {"report_id": "r-7"}, denied)
+    assert again.result is not None and not again.hints
+    windows.close("done")
+    assert windows.run_ids == ["w-w1", "w-w2"]
+    assert store.get_run("w-w1")["status"] == "loop_aborted" and store.get_run("w-w2")["status"] == "completed"
+    assert store.get_run("w-w1")["kind"] == "mcp"
+
+
+async def test_a_budget_caps_a_window_and_reports_what_was_done(tmp_path):
+    windows = GuardWindows(guards=gateway_stack("on", Budget(max_tool_calls=2)), guards_label="on+budget",
+                           store=SQLiteStore(tmp_path / "runs.db"), idle=60, base_id="b", clock=Clock())
+    n = 0
+
+    async def counter() -> dict:
+        nonlocal n
+        n += 1
+        return ok(f"page {n}")
+
+    outcomes = [await windows.call("read_page", {"page": i}, counter) for i in range(3)]
+    assert n == 2 and outcomes[2].result is None and "tool calls budget exhausted" in outcomes[2].error_text
+    run = windows.store.get_run("b-w1")
+    assert run["status"] == "budget_exceeded" and "read_page(page=0)" in run["reply"]
+
+
+def test_big_results_are_recorded_bounded_with_their_digest():
+    ok_, data, error = result_fields({"content": [{"type": "text", "text": "x" * (RECORD_LIMIT * 3)}],
+                                      "structuredContent": {"result": "x" * (RECORD_LIMIT * 3)}})
+    assert ok_ and error is None and len(data) < RECORD_LIMIT + 200 and "blake2b" in data
+    assert result_fields(failed("boom")) == (False, None, "boom")
