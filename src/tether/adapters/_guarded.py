@@ -1,0 +1,386 @@
+"""The production core every framework adapter shares: one guarded run.
+
+A :class:`Guard` is the user's one line (its options: the guard stack, the
+store, the tools declared side-effecting, approvals). For each run of the
+framework's agent it opens a :class:`GuardedRun`: a :class:`RunSession`
+recorded in the store, or, inside ``tether eval`` / ``run_task``, the session
+already driving the run (:func:`tether.runtime.current_session`).
+
+The framework's hooks call three methods:
+
+* :meth:`GuardedRun.model_call`: guards before (the budget), the request and
+  the response recorded, guards after. When the run has been stopped (a guard,
+  a gate, the step cap), the framework's model is not asked for its next
+  step: it gets the finish-up answer instead (one request to the agent's own
+  model, without tools, when the guard asks for it), a final answer that ends
+  the framework's own loop normally;
+* :meth:`GuardedRun.tool_call`: every tool call (the agent's own tools, its MCP
+  toolsets, the harness's tools in an eval) goes through ``session.tool``: the
+  guards, approvals, the side-effect ledger for tools declared
+  side-effecting, recording. The agent's own tool runs inside it; its
+  exception is a tool result the model reads;
+* :meth:`GuardedRun.close`: the run's ending (``completed``, the stop's status,
+  or ``error`` with ``infrastructure`` for a provider failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Collection, Sequence
+
+from ..errors import ModelFailure, RunStop, UsageError
+from ..messages import Decision, Message, ToolCallRequest, ToolSpec
+from ..models import ModelRequest, ModelResponse
+from ..status import TerminalStatus
+from ..tools import Tool, ToolResult, ToolSet
+from ._common import ASK_USER, CallIds, check_step_cap, finish_up, remember, result_text, split_added
+
+__all__ = ["Guard", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
+
+# The framework's own tool call in progress (set around each session.tool call):
+# how to run it, and where its own result is kept for the framework.
+_INVOKE: contextvars.ContextVar["tuple[Callable[[], Any], dict[str, Any]] | None"] = contextvars.ContextVar(
+    "tether_native_invoke", default=None)
+
+
+class NativeTool(Tool):
+    """One of the agent's own tools (or an MCP toolset's) as the session sees it:
+    its body is the framework's own execution of the call; the framework
+    validates the arguments itself."""
+
+    def __init__(self, spec: ToolSpec, *, side_effect: bool = False):
+        params = spec.parameters if isinstance(spec.parameters, dict) else {"type": "object"}
+        try:
+            super().__init__(spec.name, spec.description or "", params, self._run, side_effect=side_effect)
+        except Exception:       # a schema tether's validator rejects: the framework judges the arguments
+            super().__init__(spec.name, spec.description or "", {"type": "object"}, self._run,
+                             side_effect=side_effect)
+
+    def validate(self, arguments: dict[str, Any]) -> str | None:
+        return None
+
+    async def _run(self, **_: Any) -> Any:
+        current = _INVOKE.get()
+        if current is None:
+            raise RuntimeError(f"{self.name}: no framework call in progress")
+        invoke, holder = current
+        out = invoke()
+        if asyncio.iscoroutine(out) or isinstance(out, asyncio.Future):
+            out = await out
+        holder["raw"] = out
+        error = _error_of(out)
+        if error is not None:
+            return ToolResult.failure(error, "tool_error")
+        return ToolResult.success(_raw_text(out))
+
+
+def _error_of(value: Any) -> str | None:
+    """A framework result that reports a failure (a LangChain ToolMessage with status error)."""
+    if getattr(value, "status", None) == "error":
+        return _raw_text(value)
+    return None
+
+
+def _raw_text(value: Any) -> str:
+    content = getattr(value, "content", None)      # LangChain ToolMessage, MCP results
+    if isinstance(content, str):
+        return content
+    if isinstance(value, str):
+        return value
+    try:
+        from ..messages import canonical_json
+
+        return canonical_json(value)
+    except Exception:
+        return str(value)
+
+
+@dataclass
+class Guard:
+    """What the one production line configures (the same for every framework).
+
+    ``guards``: a stack spec (``on``, ``off``, ``loop,budget``) or guard objects
+    (a fresh list per run is built from a spec; pass a callable for objects).
+    ``store``: a path, an open :class:`~tether.store.SQLiteStore`, ``None`` for
+    ``$TETHER_STORE`` or ``.tether/tether.db``, or ``False`` for no store.
+    ``side_effects``: names of the agent's tools that change the world (the
+    ledger never runs one twice for the same arguments in a run).
+    """
+
+    guards: str | Callable[[], Sequence[Any]] = "on"
+    store: Any = None
+    side_effects: Collection[str] = ()
+    approvals: Any = None
+    name: str | None = None
+    max_steps: int = 10 ** 6
+    _store: Any = field(default=None, init=False, repr=False)
+
+    def guard_objects(self) -> tuple[list[Any], str]:
+        if callable(self.guards):
+            return list(self.guards()), "custom"
+        from ..guards.stacks import guard_stack
+
+        return list(guard_stack(self.guards)()), self.guards
+
+    def open_store(self) -> Any:
+        if self.store is False:
+            return None
+        if self._store is None:
+            from ..store import SQLiteStore, default_store_path
+
+            if self.store is None or isinstance(self.store, (str, Path)):
+                path = Path(self.store) if self.store is not None else default_store_path()
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._store = SQLiteStore(path)
+            else:
+                self._store = self.store
+        return self._store
+
+    def open(self, *, framework: str, model_name: str, message: str | None = None) -> "GuardedRun":
+        """A run: the session already driving this task (an eval), else a new recorded one."""
+        from ..runtime import current_session
+
+        session = current_session()
+        if session is not None and session.finished is None:
+            attached = _ATTACHED.get(session)
+            if attached is not None:
+                return attached.nested()
+            run = GuardedRun(self, session, framework=framework, owned=False)
+            _ATTACHED[session] = run
+            return run
+        from ..runtime import RunConfig, RunSession
+
+        guards, label = self.guard_objects()
+        config = RunConfig(guards=tuple(guards), guards_label=label, store=self.open_store(),
+                           approvals=self.approvals, max_steps=self.max_steps,
+                           meta={"framework": framework, "production": True})
+        session = RunSession.start(model_name=self.name or model_name, tools=ToolSet(), config=config)
+        session.conversation(message)
+        run = GuardedRun(self, session, framework=framework, owned=True)
+        _ATTACHED[session] = run
+        return run
+
+
+_ATTACHED: "weakref.WeakKeyDictionary[Any, GuardedRun]" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class ModelTurn:
+    """What :meth:`GuardedRun.model_call` returns: the framework's own response,
+    or (``final`` set) the text that ends the framework's run."""
+
+    response: Any = None
+    final: str | None = None
+
+
+def provider_failure(model: str, step: int, exc: BaseException) -> ModelFailure:
+    """A model call that raised inside the framework: the wire (connection,
+    timeouts, HTTP errors, retries exhausted) is ``infrastructure``."""
+    return ModelFailure(model, step, f"{type(exc).__name__}: {exc}", infrastructure=True)
+
+
+class GuardedRun:
+    """One run of a framework agent under tether (see the module docstring)."""
+
+    def __init__(self, guard: Guard, session: Any, *, framework: str, owned: bool):
+        self.guard = guard
+        self.session = session
+        self.framework = framework
+        self.owned = owned
+        self.ids = CallIds()
+        self.stop: RunStop | None = None
+        self.final_text: str | None = None
+        self.closed = False
+        self.depth = 0
+        self._asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None
+        self._model = ""
+
+    @property
+    def run_id(self) -> str:
+        return self.session.run_id
+
+    def nested(self) -> "GuardedRun":
+        self.depth += 1
+        return self
+
+    # -- tools ---------------------------------------------------------------------
+    def know_tools(self, specs: Sequence[ToolSpec]) -> None:
+        """The tools the framework offers its model: its own ones become NativeTools of the session."""
+        tools = self.session.tools
+        added = False
+        for spec in specs:
+            if spec.name not in tools and spec.name != ASK_USER:
+                tools.add(NativeTool(spec, side_effect=spec.name in self.guard.side_effects))
+                added = True
+        if added:
+            self.session.specs = tools.specs()
+
+    def is_harness(self, name: str) -> bool:
+        t = self.session.tools.tools.get(name)
+        return (t is not None and not isinstance(t, NativeTool)) or (name == ASK_USER and not self.owned)
+
+    async def tool_call(self, call_id: str | None, name: str, arguments: Any,
+                        invoke: Callable[[], Any]) -> tuple[bool, Any, ToolResult | None]:
+        """(raw, value, result): ``raw`` true when ``value`` is the framework's own
+        tool result (the call ran as the framework would run it); else ``value``
+        is the text the model reads (blocked, stopped, mocked, answered from the ledger)."""
+        s = self.session
+        if self.stop is not None:
+            return False, f"not executed: the run was stopped ({self.stop.reason})", None
+        if name == ASK_USER and not self.owned and ASK_USER not in s.tools:
+            return False, await self._ask_user(arguments), None
+        if name not in s.tools:
+            self.know_tools([ToolSpec(name=name, description="", parameters={"type": "object"})])
+        raw = None
+        if isinstance(arguments, str):
+            from ..models._http import parse_arguments
+
+            arguments, raw = parse_arguments(arguments)
+        call = ToolCallRequest(id=self.ids.get(call_id, f"call_{name}_{s.state.tool_calls}"), name=name,
+                               arguments=dict(arguments or {}) if isinstance(arguments, dict) else {},
+                               raw_arguments=raw)
+        holder: dict[str, Any] = {}
+        token = _INVOKE.set((invoke, holder))
+        try:
+            result = await s.tool(call)
+        except RunStop as stop:
+            self.stop = stop
+            return False, f"not executed: {stop.reason}", None
+        finally:
+            _INVOKE.reset(token)
+        if "raw" in holder and result.source == "tool" and result.ok:
+            return True, holder["raw"], result
+        return False, result_text(result), result
+
+    async def _ask_user(self, arguments: Any) -> str:
+        if isinstance(arguments, str):
+            from ..models._http import parse_arguments
+
+            arguments, _ = parse_arguments(arguments)
+        question = str((arguments or {}).get("question", "")).strip()
+        answer = await self.session.ask_user(question)
+        if answer is None:
+            self.stop = RunStop(TerminalStatus.AWAITING_USER, question, "question with no answer from the user")
+            return "(the user gave no answer)"
+        return answer
+
+    # -- the model -----------------------------------------------------------------
+    async def model_call(self, request: ModelRequest, send: Callable[[list[str], list[str]], Awaitable[Any]],
+                         read: Callable[[Any], tuple[Decision, Any, list[str | None]]], *, model: str,
+                         provider: str | None = None,
+                         asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None) -> ModelTurn:
+        """One model call of the framework. ``send(pinned, hints)`` makes the
+        framework's request (with the session's pinned text and hints added) and
+        returns its response; ``read(response)`` gives (decision, usage, the
+        framework's call ids). ``asker`` asks the agent's own model without tools
+        (the finish-up request)."""
+        s = self.session
+        self._model = model
+        if asker is not None:
+            self._asker = asker
+        self.know_tools(request.tools)
+        if self.stop is None:
+            try:
+                check_step_cap(s, self.guard.max_steps if self.owned else s.config.max_steps)
+                sent = await s.before_model(request)
+            except RunStop as stop:
+                self.stop = stop
+        if self.stop is not None:
+            return ModelTurn(final=await self._finish_up())
+        pinned, hints = split_added(request.messages, sent.messages)
+        params = {"provider": provider} if provider else {}
+        s.record_request(sent, model=model, params=params)
+        t0 = time.perf_counter()
+        try:
+            response = await send(pinned, hints)
+        except (RunStop, UsageError):
+            raise
+        except Exception as exc:
+            raise provider_failure(model, s.state.step, exc) from exc
+        decision, usage, framework_ids = read(response)
+        tether_response = ModelResponse(decision=decision, usage=usage)
+        recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))
+        self.ids.learn(framework_ids, recorded)
+        remember(s, request, recorded)
+        try:
+            await s.after_model(tether_response)
+        except RunStop as stop:
+            self.stop = stop
+            return ModelTurn(final=await self._finish_up())
+        return ModelTurn(response=response)
+
+    async def _finish_up(self) -> str:
+        """The answer that ends the framework's run after a stop (once)."""
+        if self.final_text is None:
+            stop = self.stop
+            assert stop is not None
+            _, reply, _ = await finish_up(self.session, stop, self._model or "agent", self._asker)
+            if stop.verdict is not None and self.session.stopped_by is not None:
+                reply = self.session.stopped_by.on_stop(self.session.ctx(), stop.verdict, reply)
+            self.final_text = reply or ""
+        return self.final_text
+
+    # -- the ending ----------------------------------------------------------------
+    async def ending(self, reply: str) -> tuple[TerminalStatus, str, str]:
+        """The run's ending once the framework returned ``reply``."""
+        if self.stop is not None:
+            return self.stop.status, self.final_text if self.final_text is not None else reply, self.stop.reason
+        try:
+            await self.session.final(reply)
+        except RunStop as stop:
+            return stop.status, stop.reply, stop.reason
+        return TerminalStatus.COMPLETED, reply, "final answer"
+
+    async def close(self, reply: str | None = None, error: BaseException | None = None) -> None:
+        """End the run (only the run this object opened; an eval's driver ends its own)."""
+        if self.depth:
+            self.depth -= 1
+            return
+        if self.closed or not self.owned:
+            return
+        self.closed = True
+        s = self.session
+        if error is not None:
+            failure = error if isinstance(error, ModelFailure) else _find(error, ModelFailure)
+            kind = ("infrastructure" if failure.infrastructure else "model") if failure is not None else "harness"
+            s.finish(TerminalStatus.ERROR, s.state.last_text, "exception", error=f"{type(error).__name__}: {error}",
+                     error_kind=kind)
+            return
+        status, text, reason = await self.ending(reply or "")
+        s.finish(status, text, reason)
+
+
+def _find(exc: BaseException, kind: type) -> Any:
+    """An exception of ``kind`` in ``exc``'s causes (frameworks wrap what hooks raise)."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, kind):
+            return e
+        stack += [x for x in (e.__cause__, e.__context__) if x is not None]
+        stack += list(getattr(e, "exceptions", ()))
+    return None
+
+
+find_in = _find
+
+_LOOPS = threading.local()
+
+
+def run_sync(coro: Awaitable[Any]) -> Any:
+    """Run a coroutine from a framework's synchronous hook (a thread with no running loop)."""
+    loop = getattr(_LOOPS, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _LOOPS.loop = asyncio.new_event_loop()
+    ctx = contextvars.copy_context()
+    return ctx.run(loop.run_until_complete, coro)
