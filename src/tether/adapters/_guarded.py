@@ -151,9 +151,7 @@ class Guard:
             attached = _ATTACHED.get(session)
             if attached is not None:
                 return attached.nested()
-            run = GuardedRun(self, session, framework=framework, owned=False)
-            _ATTACHED[session] = run
-            return run
+            return attach(session, framework=framework, guard=self)
         from ..runtime import RunConfig, RunSession
 
         guards, label = self.guard_objects()
@@ -168,6 +166,25 @@ class Guard:
 
 
 _ATTACHED: "weakref.WeakKeyDictionary[Any, GuardedRun]" = weakref.WeakKeyDictionary()
+
+
+def attach(session: Any, task: Any = None, *, framework: str = "", guard: Guard | None = None,
+           ask_user: bool = True) -> "GuardedRun":
+    """The GuardedRun of a session someone else drives (an eval trial): the
+    case's tools go beside the agent's own, its prompt as ``task.system_prompt_mode`` says."""
+    run = _ATTACHED.get(session)
+    if run is None:
+        run = _ATTACHED[session] = GuardedRun(guard or Guard(guards="off", store=False), session,
+                                              framework=framework, owned=False)
+    if task is not None:
+        run.case_prompt = task.system_prompt
+        run.prompt_mode = getattr(task, "system_prompt_mode", "agent")
+    run.ask_user = ask_user
+    return run
+
+
+def attached(session: Any) -> "GuardedRun | None":
+    return _ATTACHED.get(session) if session is not None else None
 
 
 @dataclass
@@ -200,6 +217,32 @@ class GuardedRun:
         self.depth = 0
         self._asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None
         self._model = ""
+        self.case_prompt: str | None = None
+        self.prompt_mode = "agent"
+        self.ask_user = True
+        self.harness_given = False
+
+    def harness_specs(self) -> list[ToolSpec]:
+        """The tools the harness adds beside the agent's own (an eval: the case's, and ask_user)."""
+        if self.owned:
+            return []
+        specs = [t.spec for t in self.session.tools.tools.values() if not isinstance(t, NativeTool)]
+        if self.ask_user and not any(s.name == ASK_USER for s in specs):
+            from ._common import ASK_USER_TOOL
+
+            specs.append(ASK_USER_TOOL)
+        return specs
+
+    def system_prompt(self, own: str | None) -> str | None:
+        """The system prompt the agent runs with in an eval (``--system-prompt``)."""
+        case = self.case_prompt
+        if self.owned or not case:
+            return own
+        if self.prompt_mode == "case" or not own:
+            return case
+        if self.prompt_mode == "both":
+            return f"{own}\n\n{case}"
+        return own
 
     @property
     def run_id(self) -> str:

@@ -33,8 +33,8 @@ from ..models import Model, ModelRequest, ModelResponse
 from ..tools import ToolSet
 from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession, current_session
-from ._common import ASK_USER, decision_from, harness_specs, require
-from ._guarded import _ATTACHED, Guard, GuardedRun, NativeTool, find_in
+from ._common import ASK_USER, decision_from, require
+from ._guarded import _ATTACHED, Guard, GuardedRun, attach, attached, find_in
 
 _EXTRA = "pydantic-ai"
 require("pydantic_ai", _EXTRA)
@@ -160,12 +160,12 @@ def _usage(response: pm.ModelResponse) -> Usage:
 
 
 # -- the capability: the production line -----------------------------------------------
-def harness_toolset(session: RunSession, tools: ToolSet, *, ask_user: bool = True) -> FunctionToolset:
+def harness_toolset(specs: list[ToolSpec]) -> FunctionToolset:
     """The harness's tools (an eval's case tools) as a pydantic-ai toolset, beside the
     agent's own. Their calls are answered by :class:`TetherGuard`'s ``wrap_tool_execute``
     through the session; the bodies never run."""
     pai_tools = []
-    for spec in harness_specs(tools.specs(), ask_user=ask_user and ASK_USER not in tools):
+    for spec in specs:
         async def body(ctx: Any, _name: str = spec.name, **kwargs: Any) -> str:
             raise RuntimeError(f"{_name} is answered by TetherGuard")
 
@@ -198,10 +198,12 @@ class TetherGuard(AbstractCapability[Any]):
     async def for_run(self, ctx: Any) -> "TetherGuard":
         copy = TetherGuard(_guard=self.guard, ask_user=self.ask_user)
         session = current_session()
-        if session is not None and session.finished is None and _ATTACHED.get(session) is None:
-            harness = [t for t in session.tools.tools.values() if not isinstance(t, NativeTool)]
-            if harness or self.ask_user:
-                copy._toolset = harness_toolset(session, ToolSet(harness), ask_user=self.ask_user)
+        if session is not None and session.finished is None:
+            run = attach(session, framework="pydantic-ai", guard=self.guard) if attached(session) is None \
+                else attached(session)
+            if not run.owned and not run.harness_given:
+                run.harness_given = True
+                copy._toolset = harness_toolset(run.harness_specs())
         return copy
 
     def get_toolset(self) -> Any:
@@ -322,17 +324,15 @@ class PydanticAIAgent:
                 history.append(pm.ModelRequest(parts=[pm.UserPromptPart(content=turn.content)]))
             else:
                 history.append(pm.ModelResponse(parts=[pm.TextPart(content=turn.content)]))
+        attach(session, task, framework="pydantic-ai", ask_user=self.ask_user)
         own = _agent_instructions(self.agent)
         mode = task.system_prompt_mode
         extra = None
         if task.system_prompt and (mode == "both" or not own or mode == "case"):
             extra = task.system_prompt
-        capability = TetherGuard("off", store=False, ask_user=self.ask_user)
         kwargs: dict[str, Any] = {}
         if not _has_guard(self.agent):
-            kwargs["capabilities"] = [capability]
-        elif self.ask_user is False:
-            pass
+            kwargs["capabilities"] = [TetherGuard("off", store=False, ask_user=self.ask_user)]
         overridden = self.agent.override(instructions=extra) if mode == "case" and extra else None
         try:
             if overridden is not None:
