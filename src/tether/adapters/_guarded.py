@@ -41,7 +41,7 @@ from ..status import TerminalStatus
 from ..tools import Tool, ToolResult, ToolSet
 from ._common import ASK_USER, CallIds, check_step_cap, finish_up, remember, result_text, split_added
 
-__all__ = ["Guard", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
+__all__ = ["Failed", "Guard", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
 
 # The framework's own tool call in progress (set around each session.tool call):
 # how to run it, and where its own result is kept for the framework.
@@ -73,11 +73,22 @@ class NativeTool(Tool):
         out = invoke()
         if asyncio.iscoroutine(out) or isinstance(out, asyncio.Future):
             out = await out
+        if isinstance(out, Failed):
+            holder["raw"] = out.raw
+            return ToolResult.failure(out.error, "tool_error")
         holder["raw"] = out
         error = _error_of(out)
         if error is not None:
             return ToolResult.failure(error, "tool_error")
         return ToolResult.success(_raw_text(out))
+
+
+class Failed:
+    """A framework tool call that failed, and the framework's own answer for it
+    (the text its error handler gives the model)."""
+
+    def __init__(self, raw: Any, error: str):
+        self.raw, self.error = raw, error
 
 
 def _error_of(value: Any) -> str | None:
@@ -148,10 +159,11 @@ class Guard:
 
         session = current_session()
         if session is not None and session.finished is None:
-            attached = _ATTACHED.get(session)
-            if attached is not None:
-                return attached.nested()
-            return attach(session, framework=framework, guard=self)
+            run = _ATTACHED.get(session) or attach(session, framework=framework, guard=self)
+            if run.opened:
+                return run.nested()
+            run.opened = True
+            return run
         from ..runtime import RunConfig, RunSession
 
         guards, label = self.guard_objects()
@@ -161,6 +173,7 @@ class Guard:
         session = RunSession.start(model_name=self.name or model_name, tools=ToolSet(), config=config)
         session.conversation(message)
         run = GuardedRun(self, session, framework=framework, owned=True)
+        run.opened = True
         _ATTACHED[session] = run
         return run
 
@@ -221,6 +234,7 @@ class GuardedRun:
         self.prompt_mode = "agent"
         self.ask_user = True
         self.harness_given = False
+        self.opened = False
 
     def harness_specs(self) -> list[ToolSpec]:
         """The tools the harness adds beside the agent's own (an eval: the case's, and ask_user)."""
@@ -297,7 +311,7 @@ class GuardedRun:
             return False, f"not executed: {stop.reason}", None
         finally:
             _INVOKE.reset(token)
-        if "raw" in holder and result.source == "tool" and result.ok:
+        if "raw" in holder and result.source == "tool":
             return True, holder["raw"], result
         return False, result_text(result), result
 
