@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -164,18 +163,21 @@ class Guard:
                 return run.nested()
             run.opened = True
             return run
+        return GuardedRun(self, None, framework=framework, owned=True, start=(model_name, message))
+
+    def start_session(self, run: "GuardedRun", model_name: str, message: str | None) -> Any:
+        """The recorded run of a production run (started at its first model call, when the model is known)."""
         from ..runtime import RunConfig, RunSession
 
         guards, label = self.guard_objects()
         config = RunConfig(guards=tuple(guards), guards_label=label, store=self.open_store(),
                            approvals=self.approvals, max_steps=self.max_steps,
-                           meta={"framework": framework, "production": True})
+                           meta={"framework": run.framework, "production": True})
         session = RunSession.start(model_name=self.name or model_name, tools=ToolSet(), config=config)
         session.conversation(message)
-        run = GuardedRun(self, session, framework=framework, owned=True)
         run.opened = True
         _ATTACHED[session] = run
-        return run
+        return session
 
 
 _ATTACHED: "weakref.WeakKeyDictionary[Any, GuardedRun]" = weakref.WeakKeyDictionary()
@@ -218,9 +220,11 @@ def provider_failure(model: str, step: int, exc: BaseException) -> ModelFailure:
 class GuardedRun:
     """One run of a framework agent under tether (see the module docstring)."""
 
-    def __init__(self, guard: Guard, session: Any, *, framework: str, owned: bool):
+    def __init__(self, guard: Guard, session: Any, *, framework: str, owned: bool,
+                 start: tuple[str, str | None] | None = None):
         self.guard = guard
-        self.session = session
+        self._session = session
+        self._start = start
         self.framework = framework
         self.owned = owned
         self.ids = CallIds()
@@ -257,6 +261,13 @@ class GuardedRun:
         if self.prompt_mode == "both":
             return f"{own}\n\n{case}"
         return own
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            model, message = self._start or ("agent", None)
+            self._session = self.guard.start_session(self, self._model or model, message)
+        return self._session
 
     @property
     def run_id(self) -> str:
@@ -337,8 +348,8 @@ class GuardedRun:
         returns its response; ``read(response)`` gives (decision, usage, the
         framework's call ids). ``asker`` asks the agent's own model without tools
         (the finish-up request)."""
-        s = self.session
         self._model = model
+        s = self.session
         if asker is not None:
             self._asker = asker
         self.know_tools(request.tools)
@@ -402,6 +413,8 @@ class GuardedRun:
         if self.closed or not self.owned:
             return
         self.closed = True
+        if self._session is None and error is None:
+            return           # the framework never called its model: nothing to record
         s = self.session
         if error is not None:
             failure = error if isinstance(error, ModelFailure) else _find(error, ModelFailure)
@@ -431,13 +444,12 @@ def _find(exc: BaseException, kind: type) -> Any:
 
 find_in = _find
 
-_LOOPS = threading.local()
-
-
 def run_sync(coro: Awaitable[Any]) -> Any:
-    """Run a coroutine from a framework's synchronous hook (a thread with no running loop)."""
-    loop = getattr(_LOOPS, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _LOOPS.loop = asyncio.new_event_loop()
-    ctx = contextvars.copy_context()
-    return ctx.run(loop.run_until_complete, coro)
+    """Run a coroutine from a framework's synchronous hook (a thread with no running loop),
+    on a loop of its own that is closed afterwards."""
+    loop = asyncio.new_event_loop()
+    try:
+        return contextvars.copy_context().run(loop.run_until_complete, coro)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

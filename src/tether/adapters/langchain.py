@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Annotated, Any, Awaitable, Callable, Sequence
 
 from typing_extensions import NotRequired
@@ -180,7 +181,7 @@ class TetherMiddleware(AgentMiddleware):
         last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         run = self.guard.open(framework="langchain", model_name="langchain",
                               message=_text(last.content) if last is not None else None)
-        key = f"{run.run_id}/{id(run)}/{run.depth}"
+        key = f"{id(run)}/{run.depth}/{uuid.uuid4().hex[:8]}"
         self._runs[key] = run
         return {"tether_run": key}
 
@@ -201,7 +202,7 @@ class TetherMiddleware(AgentMiddleware):
         return self._runs.get((state or {}).get("tether_run") or "")
 
     # -- model calls ------------------------------------------------------------------
-    async def _model_call(self, request: Any, call: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def _model_call(self, request: Any, call: Callable[[Any], Awaitable[Any]], *, sync: bool = False) -> Any:
         run = self._run(request.state)
         if run is None:
             return await call(request)
@@ -233,7 +234,8 @@ class TetherMiddleware(AgentMiddleware):
                     [c.get("id") for c in message.tool_calls if c["name"] != ASK_USER])
 
         async def ask(req: ModelRequest) -> ModelResponse:
-            message = await model.ainvoke(from_tether_messages(req.messages))
+            messages = from_tether_messages(req.messages)
+            message = model.invoke(messages) if sync else await model.ainvoke(messages)
             return ModelResponse(decision=decision_of(message, []), usage=_usage(message))
 
         turn = await run.model_call(tether_request, send, read, model=_model_name(model), provider=_provider(model),
@@ -249,7 +251,7 @@ class TetherMiddleware(AgentMiddleware):
         async def call(r: Any) -> Any:
             return handler(r)
 
-        return run_sync(self._model_call(request, call))
+        return run_sync(self._model_call(request, call, sync=True))
 
     # -- tool calls ---------------------------------------------------------------------
     async def _tool_call(self, request: Any, invoke: Callable[[], Any]) -> Any:

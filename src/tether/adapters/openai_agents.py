@@ -296,8 +296,9 @@ class TetherRunner(AgentRunner):
                            instructions=prompt if prompt is not None else agent.instructions)
 
     async def run(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
-        run = self.guard.open(framework="openai-agents", model_name=str(getattr(starting_agent, "model", None)
-                                                                        or starting_agent.name),
+        model = starting_agent.model
+        name = model if isinstance(model, str) else getattr(model, "model", None)
+        run = self.guard.open(framework="openai-agents", model_name=str(name or starting_agent.name),
                               message=input if isinstance(input, str) else None)
         if run.depth:        # a run inside a guarded run (run_sync calls run): already guarded
             run.depth -= 1
