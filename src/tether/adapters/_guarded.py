@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Collection, Sequence
 
-from ..errors import ModelFailure, RunStop, UsageError
+from ..errors import ModelFailure, RunAborted, RunStop, UsageError
 from ..messages import Decision, Message, ToolCallRequest, ToolSpec
 from ..models import ModelRequest, ModelResponse
 from ..status import TerminalStatus
@@ -74,11 +74,11 @@ class NativeTool(Tool):
             out = await out
         if isinstance(out, Failed):
             holder["raw"] = out.raw
-            return ToolResult.failure(out.error, "tool_error")
+            return ToolResult.failure(out.error, "tool_error", data=_raw_text(out.raw))
         holder["raw"] = out
         error = _error_of(out)
         if error is not None:
-            return ToolResult.failure(error, "tool_error")
+            return ToolResult.failure(error, "tool_error", data=error)
         return ToolResult.success(_raw_text(out))
 
 
@@ -165,18 +165,30 @@ class Guard:
             return run
         return GuardedRun(self, None, framework=framework, owned=True, start=(model_name, message))
 
-    def start_session(self, run: "GuardedRun", model_name: str, message: str | None) -> Any:
-        """The recorded run of a production run (started at its first model call, when the model is known)."""
+    def start_session(self, run: "GuardedRun", model_name: str, message: str | None,
+                      specs: Sequence[ToolSpec] = ()) -> Any:
+        """The recorded run of a production run (started at its first model call, when
+        the model and the tools it is offered are known). Inside :func:`tether.adapters.replay.cassette`
+        the run is recorded into the cassette, or replayed from it."""
         from ..runtime import RunConfig, RunSession
+        from .replay import active_tape
 
+        tape = active_tape()
         guards, label = self.guard_objects()
-        config = RunConfig(guards=tuple(guards), guards_label=label, store=self.open_store(),
+        config = RunConfig(guards=tuple(guards), guards_label=label,
+                           store=tape.store if tape is not None else self.open_store(),
                            approvals=self.approvals, max_steps=self.max_steps,
-                           meta={"framework": run.framework, "production": True})
-        session = RunSession.start(model_name=self.name or model_name, tools=ToolSet(), config=config)
+                           kind="cassette" if tape is not None else "run",
+                           meta={"framework": run.framework, "production": True,
+                                 **({"cassette": str(tape.path)} if tape is not None else {})})
+        tools = ToolSet(NativeTool(spec, side_effect=spec.name in self.side_effects)
+                        for spec in specs if spec.name != ASK_USER)
+        session = RunSession.start(model_name=self.name or model_name, tools=tools, config=config)
         session.conversation(message)
         run.opened = True
         _ATTACHED[session] = run
+        if tape is not None:
+            tape.attach(run, session)
         return session
 
 
@@ -234,6 +246,9 @@ class GuardedRun:
         self.depth = 0
         self._asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None
         self._model = ""
+        self._specs: Sequence[ToolSpec] = ()
+        self.replay: Any = None          # a Replayer when the run is replayed from a cassette
+        self.aborted: BaseException | None = None
         self.case_prompt: str | None = None
         self.prompt_mode = "agent"
         self.ask_user = True
@@ -266,7 +281,7 @@ class GuardedRun:
     def session(self) -> Any:
         if self._session is None:
             model, message = self._start or ("agent", None)
-            self._session = self.guard.start_session(self, self._model or model, message)
+            self._session = self.guard.start_session(self, self._model or model, message, self._specs)
         return self._session
 
     @property
@@ -322,6 +337,12 @@ class GuardedRun:
             return False, f"not executed: {stop.reason}", None
         finally:
             _INVOKE.reset(token)
+        if self.replay is not None:
+            if self.replay.state.mismatches:       # the run departed from its recording here: say where
+                self.aborted = self.replay.state.mismatches[0]
+                raise self.aborted
+            if isinstance(s.tools.tools.get(name), NativeTool) and isinstance(result.data, str):
+                return False, result.data, result      # what the framework's tool answered in the recording
         if "raw" in holder and result.source == "tool":
             return True, holder["raw"], result
         return False, result_text(result), result
@@ -342,14 +363,18 @@ class GuardedRun:
     async def model_call(self, request: ModelRequest, send: Callable[[list[str], list[str]], Awaitable[Any]],
                          read: Callable[[Any], tuple[Decision, Any, list[str | None]]], *, model: str,
                          provider: str | None = None,
-                         asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None) -> ModelTurn:
+                         asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None,
+                         render: Callable[[Decision, Any], Any] | None = None) -> ModelTurn:
         """One model call of the framework. ``send(pinned, hints)`` makes the
         framework's request (with the session's pinned text and hints added) and
         returns its response; ``read(response)`` gives (decision, usage, the
         framework's call ids). ``asker`` asks the agent's own model without tools
         (the finish-up request)."""
         self._model = model
+        self._specs = request.tools
         s = self.session
+        if self.aborted is not None:
+            raise self.aborted
         if asker is not None:
             self._asker = asker
         self.know_tools(request.tools)
@@ -366,8 +391,14 @@ class GuardedRun:
         s.record_request(sent, model=model, params=params)
         t0 = time.perf_counter()
         try:
-            response = await send(pinned, hints)
-        except (RunStop, UsageError):
+            if self.replay is not None:     # the recorded decision, in the framework's own response type
+                if render is None:
+                    raise UsageError(f"{self.framework}: this adapter cannot replay a cassette")
+                recorded = await self.replay.model.request(sent)
+                response = render(recorded.decision, recorded.usage)
+            else:
+                response = await send(pinned, hints)
+        except (RunStop, UsageError, RunAborted):
             raise
         except Exception as exc:
             raise provider_failure(model, s.state.step, exc) from exc
@@ -416,7 +447,17 @@ class GuardedRun:
         if self._session is None and error is None:
             return           # the framework never called its model: nothing to record
         s = self.session
+        if self.replay is not None and error is None:
+            try:
+                self.replay.assert_complete()
+            except RunAborted as exc:
+                error = exc
         if error is not None:
+            aborted = _find(error, RunAborted)
+            if aborted is not None:
+                s.finish(TerminalStatus.ERROR, s.state.last_text, "aborted", error=f"{type(aborted).__name__}: {aborted}",
+                         error_kind="aborted")
+                raise aborted
             failure = error if isinstance(error, ModelFailure) else _find(error, ModelFailure)
             kind = ("infrastructure" if failure.infrastructure else "model") if failure is not None else "harness"
             s.finish(TerminalStatus.ERROR, s.state.last_text, "exception", error=f"{type(error).__name__}: {error}",

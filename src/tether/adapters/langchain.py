@@ -238,8 +238,17 @@ class TetherMiddleware(AgentMiddleware):
             message = model.invoke(messages) if sync else await model.ainvoke(messages)
             return ModelResponse(decision=decision_of(message, []), usage=_usage(message))
 
+        def render(decision: Decision, usage: Usage) -> Any:
+            calls = [{"name": c.name, "args": c.arguments, "id": c.id} for c in decision.tool_calls]
+            if decision.kind == DecisionKind.QUESTION:
+                calls = [{"name": ASK_USER, "args": {"question": decision.text}, "id": f"ask_{run.session.state.step}"}]
+            return LcModelResponse(result=[AIMessage(
+                content="" if decision.kind == DecisionKind.QUESTION else decision.text, tool_calls=calls,
+                usage_metadata={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                                "total_tokens": usage.input_tokens + usage.output_tokens})])
+
         turn = await run.model_call(tether_request, send, read, model=_model_name(model), provider=_provider(model),
-                                    asker=ask)
+                                    asker=ask, render=render)
         if turn.final is not None:
             return LcModelResponse(result=[AIMessage(content=turn.final)])
         return turn.response

@@ -210,8 +210,24 @@ class GuardedModel(SdkModel):
             decision, ids = decision_of(response, specs, self.run.session.state.step)
             return decision, _usage(response), list(ids)
 
+        def render(decision: Decision, usage: Usage) -> Any:
+            from openai.types.responses import ResponseFunctionToolCall
+
+            output: list[Any] = [_message_output(decision.text)] if decision.text else []
+            if decision.kind == "question":
+                output = [ResponseFunctionToolCall(type="function_call", call_id=f"ask_{self.run.session.state.step}",
+                                                   name=ASK_USER, arguments=json.dumps({"question": decision.text},
+                                                                                       ensure_ascii=False))]
+            output += [ResponseFunctionToolCall(type="function_call", call_id=c.id, name=c.name,
+                                                arguments=json.dumps(c.arguments, ensure_ascii=False))
+                       for c in decision.tool_calls]
+            return SdkResponse(output=output, usage=SdkUsage(input_tokens=usage.input_tokens,
+                                                             output_tokens=usage.output_tokens,
+                                                             total_tokens=usage.input_tokens + usage.output_tokens),
+                               response_id=None)
+
         turn = await self.run.model_call(request, send, read, model=str(self.model), provider=_provider(self.inner),
-                                         asker=self._ask)
+                                         asker=self._ask, render=render)
         if turn.final is not None:
             return SdkResponse(output=[_message_output(turn.final)], usage=SdkUsage(), response_id=None)
         return turn.response
@@ -307,7 +323,7 @@ class TetherRunner(AgentRunner):
         try:
             result = await super().run(agent, input, **kwargs)
         except BaseException as exc:
-            await run.close(error=exc)
+            await run.close(error=exc)     # a replay's departure is raised from here as itself
             raise
         await run.close(reply=str(result.final_output if result.final_output is not None else ""))
         return result

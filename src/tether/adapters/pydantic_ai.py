@@ -247,7 +247,7 @@ class TetherGuard(AbstractCapability[Any]):
             return ModelResponse(decision=decision_of(response, []), usage=_usage(response))
 
         turn = await run.model_call(request, send, read, model=getattr(model, "model_name", "") or "agent",
-                                    provider=getattr(model, "system", None), asker=ask)
+                                    provider=getattr(model, "system", None), asker=ask, render=response_of)
         if turn.final is not None:
             return pm.ModelResponse(parts=[pm.TextPart(content=turn.final)],
                                     model_name=getattr(model, "model_name", None))
