@@ -38,7 +38,7 @@ from ..messages import Decision, Message, ToolCallRequest, ToolSpec
 from ..models import ModelRequest, ModelResponse
 from ..status import TerminalStatus
 from ..tools import Tool, ToolResult, ToolSet
-from ._common import ASK_USER, CallIds, check_step_cap, finish_up, remember, result_text, split_added
+from ._common import ASK_USER, CallIds, check_step_cap, remember, result_text, split_added
 
 __all__ = ["Failed", "Guard", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
 
@@ -246,6 +246,7 @@ class GuardedRun:
         self.depth = 0
         self._asker: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = None
         self._model = ""
+        self._provider: str | None = None
         self._specs: Sequence[ToolSpec] = ()
         self.replay: Any = None          # a Replayer when the run is replayed from a cassette
         self.aborted: BaseException | None = None
@@ -371,6 +372,7 @@ class GuardedRun:
         framework's call ids). ``asker`` asks the agent's own model without tools
         (the finish-up request)."""
         self._model = model
+        self._provider = provider
         self._specs = request.tools
         s = self.session
         if self.aborted is not None:
@@ -415,15 +417,43 @@ class GuardedRun:
         return ModelTurn(response=response)
 
     async def _finish_up(self) -> str:
-        """The answer that ends the framework's run after a stop (once)."""
+        """The answer that ends the framework's run after a stop (once): with the
+        guard's ``finish_up``, one request to the agent's own model without tools
+        (tether's loop's finish-up prompt), recorded like its other requests."""
         if self.final_text is None:
             stop = self.stop
             assert stop is not None
-            _, reply, _ = await finish_up(self.session, stop, self._model or "agent", self._asker)
-            if stop.verdict is not None and self.session.stopped_by is not None:
-                reply = self.session.stopped_by.on_stop(self.session.ctx(), stop.verdict, reply)
+            s = self.session
+            reply = stop.reply or s.state.last_text
+            if stop.verdict is not None and stop.verdict.finish_up and self._asker is not None:
+                reply = await self._ask_finish_up(stop) or reply
+            if stop.verdict is not None and s.stopped_by is not None:
+                reply = s.stopped_by.on_stop(s.ctx(), stop.verdict, reply)
             self.final_text = reply or ""
         return self.final_text
+
+    async def _ask_finish_up(self, stop: RunStop) -> str:
+        from .. import i18n
+        from ..events import AgentMessage
+
+        s = self.session
+        lang = i18n.run_language(s.trajectory)
+        localized = getattr(s.stopped_by, "localized", None)
+        message = (localized(stop.verdict, lang) if lang != "en" and callable(localized) else None) \
+            or stop.verdict.message
+        prompt = i18n.text(lang, "finish_up", guard=getattr(s.stopped_by, "name", "guard"), message=message)
+        s.state.step += 1
+        request = ModelRequest(messages=[*s.state.messages, Message(role="system", content=prompt)], tools=[],
+                               step=s.state.step)
+        s.record_request(request, model=self._model or "agent",
+                         params={"provider": self._provider} if self._provider else {})
+        try:
+            assert self._asker is not None
+            response = await self._asker(request)
+        except Exception as exc:  # the run is ending anyway: keep what we have
+            s.add(AgentMessage(content=f"(finish-up failed: {type(exc).__name__}: {exc})", kind="text"))
+            return ""
+        return s.record_response(response).text
 
     # -- the ending ----------------------------------------------------------------
     async def ending(self, reply: str) -> tuple[TerminalStatus, str, str]:
