@@ -153,3 +153,25 @@ async def check_blocked_call_is_read_by_the_model(make_agent, cases) -> None:
     assert blocked and result.error is None
     seen = [m.content for r in model.requests for m in r.messages if m.role == "tool"]
     assert any("blocked by guard: flights are off today" in c for c in seen)
+
+
+def reset_agents_sdk() -> None:
+    """After an Agents SDK run in this process: tether's runner out (guard_runs() installed
+    it), and the event loop Runner.run_sync left open closed (else its garbage collection
+    warns in a later test)."""
+    import asyncio
+    import warnings
+
+    try:
+        from agents.run import set_default_agent_runner
+    except ImportError:
+        return
+    set_default_agent_runner(None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()

@@ -15,6 +15,8 @@ from tether.evals.runner import REFERENCE_SYSTEM_PROMPT
 from tether.store import SQLiteStore
 from tether.testing.fake_openai import FakeOpenAIServer
 
+from .conftest import reset_agents_sdk
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "production"
 NEEDS = {"pydantic_ai": "pydantic_ai", "langchain": "langchain_openai", "openai_agents": "agents"}
 OWN = "You are Acme's order-support agent."
@@ -28,12 +30,7 @@ def env(monkeypatch, tmp_path):
     yield tmp_path
     for name in [m for m in sys.modules if m.startswith("_tether_user_")]:
         del sys.modules[name]      # the example's client read this test's OPENAI_BASE_URL at import
-    try:
-        from agents.run import set_default_agent_runner
-
-        set_default_agent_runner(None)
-    except ImportError:
-        pass
+    reset_agents_sdk()
 
 
 def _eval(name: str, store: Path, *extra: str):

@@ -16,6 +16,8 @@ from tether.cli import app
 from tether.store import SQLiteStore
 from tether.testing.fake_openai import FakeOpenAIServer, insisting
 
+from .conftest import reset_agents_sdk
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "production"
 QUESTION = "Where is my order A100?"
 FINAL = "Sorry: the orders database is down, I cannot look A100 up now."
@@ -53,12 +55,7 @@ def server(monkeypatch, tmp_path):
         monkeypatch.setenv("COLUMNS", "200")
         monkeypatch.chdir(tmp_path)
         yield s
-    try:
-        from agents.run import set_default_agent_runner
-
-        set_default_agent_runner(None)        # guard_runs() installed tether's runner for the process
-    except ImportError:
-        pass
+    reset_agents_sdk()
 
 
 def _load(name: str, tmp_path: Path, *, guarded: bool = True) -> dict:

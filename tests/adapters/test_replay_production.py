@@ -15,6 +15,8 @@ from tether.messages import Decision, ToolCallRequest
 from tether.replay import ToolArgumentsMismatch
 from tether.testing.fake_openai import FakeOpenAIServer
 
+from .conftest import reset_agents_sdk
+
 from .test_production import EXAMPLES, FRAMEWORKS, QUESTION
 
 FINAL = "A100: I could not look it up (the orders database failed); refunds are possible within 30 days."
@@ -34,12 +36,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.chdir(tmp_path)
     yield tmp_path
-    try:
-        from agents.run import set_default_agent_runner
-
-        set_default_agent_runner(None)
-    except ImportError:
-        pass
+    reset_agents_sdk()
 
 
 def _agent(name: str, base_url: str, monkeypatch) -> dict:

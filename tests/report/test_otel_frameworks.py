@@ -57,12 +57,25 @@ def test_framework_chat_spans_name_the_real_provider_and_model(name, module, liv
                 from agents.run import set_default_agent_runner
 
                 set_default_agent_runner(None)
+                _close_default_loop()
     disable_live()          # flush
     chats = [s for s in live.get_finished_spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
     assert chats
     for span in chats:
         assert span.attributes["gen_ai.provider.name"] == "openai"
         assert span.attributes["gen_ai.request.model"] == "gpt-4.1-nano"
+
+
+def _close_default_loop() -> None:
+    """Runner.run_sync leaves its event loop open; close it (its garbage collection would warn later)."""
+    import asyncio
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()
 
 
 def _openinference_spans(path: Path) -> None:
