@@ -119,3 +119,37 @@ async def test_async_runs_are_guarded_too(server, tmp_path):
     assert (await ns["agent"].run(QUESTION)).output == FINAL
     [first, second] = SQLiteStore(tmp_path / "tether.db").list_runs()
     assert first["status"] == second["status"] == "loop_aborted"
+
+
+async def test_the_mcp_servers_an_agents_sdk_agent_mounts_are_guarded(tmp_path, monkeypatch):
+    """An MCP server (stdio, a real child process) mounted on an Agents SDK agent: its tool's calls
+    go through the guards and the record like the agent's own function tools."""
+    import sys
+
+    pytest.importorskip("agents")
+    pytest.importorskip("mcp")
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStdio
+    from openai import AsyncOpenAI
+
+    from tether.adapters.openai_agents import guard_runs
+
+    set_tracing_disabled(True)
+    flaky = Path(__file__).with_name("mcp_flaky_server.py")
+    with FakeOpenAIServer(responder=insisting("fetch_report", {"report_id": "r1"}, final=FINAL)) as server:
+        try:
+            async with MCPServerStdio(params={"command": sys.executable, "args": [str(flaky)]}) as mcp:
+                client = AsyncOpenAI(base_url=server.base_url, api_key="sk-test-MCP", max_retries=0)
+                agent = Agent(name="reports", instructions="Fetch the reports asked for.", mcp_servers=[mcp],
+                              model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client))
+                guard_runs(store=tmp_path / "mcp.db")
+                result = await Runner.run(agent, "Get report r1")
+        finally:
+            reset_agents_sdk()
+        assert result.final_output == FINAL and len(server.requests) <= 5
+    store = SQLiteStore(tmp_path / "mcp.db")
+    [run] = store.list_runs()
+    assert run["status"] == "loop_aborted"
+    results = [e for e in store.events(run["run_id"]) if e["type"] == "tool_result" and e["tool"] == "fetch_report"]
+    # the SDK hands an MCP tool's error (isError) to the model as the call's output: recorded as the output
+    assert len(results) >= 3 and "access denied" in (results[0]["data"] or results[0]["error"])

@@ -233,7 +233,9 @@ class GuardedModel(SdkModel):
         return turn.response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("streamed runs are not guarded yet: use Runner.run or Runner.run_sync")
+        from ..errors import UsageError
+
+        raise UsageError("streamed runs are not guarded yet: use Runner.run or Runner.run_sync")
 
 
 def _guarded_tool(tool: Any, run: GuardedRun) -> Any:
@@ -263,6 +265,22 @@ def _guarded_tool(tool: Any, run: GuardedRun) -> Any:
         return value
 
     return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+_MCP_CLASSES: dict[type, type] = {}
+
+
+def _with_guarded_mcp(cls: type) -> type:
+    """``cls`` with ``get_mcp_tools`` wrapped: each MCP tool's calls go through the run."""
+    found = _MCP_CLASSES.get(cls)
+    if found is None:
+        async def get_mcp_tools(self: Any, run_context: Any) -> Any:
+            tools = await cls.get_mcp_tools(self, run_context)
+            run = getattr(self, "_tether_run", None)
+            return [_guarded_tool(t, run) if run is not None and isinstance(t, FunctionTool) else t for t in tools]
+
+        found = _MCP_CLASSES[cls] = type(f"Guarded{cls.__name__}", (cls,), {"get_mcp_tools": get_mcp_tools})
+    return found
 
 
 def harness_tools(run: GuardedRun) -> list[FunctionTool]:
@@ -308,8 +326,12 @@ class TetherRunner(AgentRunner):
         tools = [_guarded_tool(t, run) if isinstance(t, FunctionTool) else t for t in agent.tools]
         own = agent.instructions if isinstance(agent.instructions, str) else None
         prompt = run.system_prompt(own) if not callable(agent.instructions) else agent.instructions
-        return agent.clone(model=model, tools=[*tools, *harness_tools(run)],
-                           instructions=prompt if prompt is not None else agent.instructions)
+        clone = agent.clone(model=model, tools=[*tools, *harness_tools(run)],
+                            instructions=prompt if prompt is not None else agent.instructions)
+        if getattr(agent, "mcp_servers", None):      # the tools of the MCP servers it mounts, guarded too
+            clone.__class__ = _with_guarded_mcp(type(agent))
+            clone._tether_run = run
+        return clone
 
     async def run(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
         model = starting_agent.model
@@ -327,6 +349,13 @@ class TetherRunner(AgentRunner):
             raise
         await run.close(reply=str(result.final_output if result.final_output is not None else ""))
         return result
+
+
+    def run_streamed(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        from ..errors import UsageError
+
+        raise UsageError("tether's guard_runs() does not guard Runner.run_streamed yet (the run would go "
+                         "unguarded and unrecorded): use Runner.run or Runner.run_sync")
 
 
 def guard_runs(guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
