@@ -45,7 +45,7 @@ _EXTRA = "openai-agents"
 require("agents", _EXTRA)
 
 
-from agents import FunctionTool, ModelSettings, RunConfig as SdkRunConfig  # noqa: E402
+from agents import Agent, FunctionTool, ModelSettings, RunConfig as SdkRunConfig  # noqa: E402
 from agents.models.interface import Model as SdkModel, ModelTracing  # noqa: E402
 from agents.run import AgentRunner  # noqa: E402
 
@@ -267,20 +267,15 @@ def _guarded_tool(tool: Any, run: GuardedRun) -> Any:
     return dataclasses.replace(tool, on_invoke_tool=invoke)
 
 
-_MCP_CLASSES: dict[type, type] = {}
+class _MCPGuardedAgent(Agent):
+    """An ``Agent`` whose MCP servers' tools go through the run (``get_mcp_tools`` wrapped)."""
 
+    _tether_run: Any = None
 
-def _with_guarded_mcp(cls: type) -> type:
-    """``cls`` with ``get_mcp_tools`` wrapped: each MCP tool's calls go through the run."""
-    found = _MCP_CLASSES.get(cls)
-    if found is None:
-        async def get_mcp_tools(self: Any, run_context: Any) -> Any:
-            tools = await cls.get_mcp_tools(self, run_context)
-            run = getattr(self, "_tether_run", None)
-            return [_guarded_tool(t, run) if run is not None and isinstance(t, FunctionTool) else t for t in tools]
-
-        found = _MCP_CLASSES[cls] = type(f"Guarded{cls.__name__}", (cls,), {"get_mcp_tools": get_mcp_tools})
-    return found
+    async def get_mcp_tools(self, run_context: Any) -> Any:
+        tools = await super().get_mcp_tools(run_context)
+        run = self._tether_run
+        return [_guarded_tool(t, run) if run is not None and isinstance(t, FunctionTool) else t for t in tools]
 
 
 def harness_tools(run: GuardedRun) -> list[FunctionTool]:
@@ -328,8 +323,8 @@ class TetherRunner(AgentRunner):
         prompt = run.system_prompt(own) if not callable(agent.instructions) else agent.instructions
         clone = agent.clone(model=model, tools=[*tools, *harness_tools(run)],
                             instructions=prompt if prompt is not None else agent.instructions)
-        if getattr(agent, "mcp_servers", None):      # the tools of the MCP servers it mounts, guarded too
-            clone.__class__ = _with_guarded_mcp(type(agent))
+        if getattr(agent, "mcp_servers", None) and type(agent) is Agent:   # its MCP servers' tools, guarded too
+            clone.__class__ = _MCPGuardedAgent
             clone._tether_run = run
         return clone
 
