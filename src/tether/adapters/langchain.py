@@ -31,7 +31,6 @@ from typing_extensions import NotRequired
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import ModelRequest, ModelResponse
-from ..tools import ToolSet
 from ..errors import ModelFailure, UsageError
 from ..runtime import AgentTask, RunSession
 from ._common import ASK_USER, decision_from, require

@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 from ..messages import Decision, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
-from ..tools import ToolSet
 from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession
 from ._common import ASK_USER, decision_from, require

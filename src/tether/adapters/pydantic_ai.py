@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from typing import Any
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
-from ..tools import ToolSet
 from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession, current_session
 from ._common import ASK_USER, decision_from, require
