@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "adapters"
-PAGES = {"pydantic-ai.md": "pydantic_ai", "langchain.md": "langchain.agents", "openai-agents.md": "agents",
+PAGES = {"pydantic-ai.md": "pydantic_ai", "langchain.md": "langchain_openai", "openai-agents.md": "agents",
          "mcp.md": "mcp"}
 
 
