@@ -246,8 +246,13 @@ class TetherMiddleware(AgentMiddleware):
                 usage_metadata={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                                 "total_tokens": usage.input_tokens + usage.output_tokens})])
 
-        turn = await run.model_call(tether_request, send, read, model=_model_name(model), provider=_provider(model),
-                                    asker=ask, render=render)
+        try:
+            turn = await run.model_call(tether_request, send, read, model=_model_name(model),
+                                        provider=_provider(model), asker=ask, render=render)
+        except Exception as exc:        # the run ends here (after_agent will not run): record why
+            self._runs.pop((request.state or {}).get("tether_run") or "", None)
+            await run.close(error=exc)
+            raise
         if turn.final is not None:
             return LcModelResponse(result=[AIMessage(content=turn.final)])
         return turn.response
