@@ -84,11 +84,8 @@ async def check_runs_c4_like_tethers_loop(make_agent, cases, policy: str = "stea
 
 async def check_loop_hinted_then_stopped(make_agent, cases, framework_module: str) -> None:
     """A looping agent (policy:stubborn repeats the failing call) is hinted at the
-    3rd identical call, stopped at the 4th, inside the framework's own loop; its
-    finish-up answer comes from the framework's model."""
-    import traceback
-
-    from tether.errors import RunStop
+    3rd identical call, stopped at the 4th, inside the framework's own loop: the
+    framework's run ends normally with the finish-up answer of its own model."""
     from tether.models import resolve_model
     from tether.status import TerminalStatus
 
@@ -96,12 +93,9 @@ async def check_loop_hinted_then_stopped(make_agent, cases, framework_module: st
     model = Recording(resolve_model("policy:stubborn"))
     agent = make_agent(model)
     session, task = start_c4_session(agent, case, guards=guard_stack("on")())
-    with pytest.raises(RunStop) as info:
-        await agent.run(session, task)
-    stop = info.value
-    assert stop.status == TerminalStatus.LOOP_ABORTED and "4th identical call to search_flights" in stop.reason
-    frames = [f.filename for f in traceback.extract_tb(info.tb)]
-    assert any(f"/{framework_module}/" in f for f in frames), "RunStop must come out of the framework's own loop"
+    status, reply, reason = await agent.run(session, task)
+    assert status == TerminalStatus.LOOP_ABORTED and "4th identical call to search_flights" in reason
+    assert model.requests[-1].tools == [] and reply
 
     # the same run through the driver: the record shows the trip, the finish-up answers
     model = Recording(resolve_model("policy:stubborn"))
@@ -159,3 +153,25 @@ async def check_blocked_call_is_read_by_the_model(make_agent, cases) -> None:
     assert blocked and result.error is None
     seen = [m.content for r in model.requests for m in r.messages if m.role == "tool"]
     assert any("blocked by guard: flights are off today" in c for c in seen)
+
+
+def reset_agents_sdk() -> None:
+    """After an Agents SDK run in this process: tether's runner out (guard_runs() installed
+    it), and the event loop Runner.run_sync left open closed (else its garbage collection
+    warns in a later test)."""
+    import asyncio
+    import warnings
+
+    try:
+        from agents.run import set_default_agent_runner
+    except ImportError:
+        return
+    set_default_agent_runner(None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()

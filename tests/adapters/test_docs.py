@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "adapters"
-PAGES = {"pydantic-ai.md": "pydantic_ai", "langchain.md": "langchain.agents", "openai-agents.md": "agents",
+PAGES = {"pydantic-ai.md": "pydantic_ai", "langchain.md": "langchain_openai", "openai-agents.md": "agents",
          "mcp.md": "mcp"}
 
 
@@ -20,6 +20,13 @@ def _example(page: Path) -> str:
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
     assert len(blocks) == 1, f"{page.name}: one python example expected, found {len(blocks)}"
     return blocks[0]
+
+
+def test_each_framework_page_leads_with_the_production_line():
+    for page in ("pydantic-ai.md", "langchain.md", "openai-agents.md"):
+        text = (DOCS / page).read_text(encoding="utf-8")
+        headings = re.findall(r"^## (.+)$", text, re.M)
+        assert headings[:2] == ["In production: one line", "Under `tether eval`"], (page, headings)
 
 
 def test_every_adapter_has_a_page():
@@ -39,4 +46,13 @@ def test_the_smallest_example_runs(page, tmp_path, monkeypatch):
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
     monkeypatch.setattr(sys, "argv", [str(script)])
-    runpy.run_path(str(script), run_name="__main__")
+    monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether.db"))
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):      # the page sets them for its loopback server
+        monkeypatch.setenv(key, os.environ.get(key, ""))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        if page == "openai-agents.md":       # guard_runs() installed tether's runner for the process
+            from .conftest import reset_agents_sdk
+
+            reset_agents_sdk()

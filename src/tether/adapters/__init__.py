@@ -2,21 +2,43 @@
 
 Each adapter is an optional extra, imported lazily:
 
-* :mod:`tether.adapters.pydantic_ai` (``pip install 'tether[pydantic-ai]'``): a
-  pydantic-ai capability that brings the harness tools and records and guards
-  every model request;
+* :mod:`tether.adapters.pydantic_ai` (``pip install 'tether[pydantic-ai]'``): the
+  ``TetherGuard()`` capability (``Agent(..., capabilities=[TetherGuard()])``);
 * :mod:`tether.adapters.openai_agents` (``pip install 'tether[openai-agents]'``):
-  the OpenAI Agents SDK, through a wrapped ``Model``, function tools and run hooks;
-* :mod:`tether.adapters.langchain` (``pip install 'tether[langchain]'``): LangChain
-  v1 agent middleware (``wrap_model_call``, ``wrap_tool_call``);
+  ``guard_runs()``, the SDK's runner with tether around every ``Runner.run``;
+* :mod:`tether.adapters.langchain` (``pip install 'tether[langchain]'``): the
+  ``TetherMiddleware()`` agent middleware for ``create_agent``.
 
 MCP servers and agents in other languages are guarded from outside, by the
 gateways in :mod:`tether.gateway` (``tether guard mcp``, ``tether gateway``).
 
-Every adapter drives a :class:`tether.runtime.RunSession`: the framework's own
-loop decides, the session records, guards and runs the harness's tools.
+Each is one line in production (every model call and tool call of the agent
+guarded, gated and recorded as a run in the store, :mod:`._guarded`) and the
+same object runs the agent unchanged under ``tether eval --agent``.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+__all__ = ["framework_agent"]
+
+
+def framework_agent(obj: Any) -> Any:
+    """A framework's own agent object as a tether agent under test (None if it is not one):
+    a ``pydantic_ai.Agent``, an Agents SDK ``agents.Agent``, or a compiled LangChain
+    ``create_agent`` graph (carrying :class:`~tether.adapters.langchain.TetherMiddleware`)."""
+    module = type(obj).__module__ or ""
+    if module.startswith("pydantic_ai.") and hasattr(obj, "run_sync") and hasattr(obj, "override"):
+        from .pydantic_ai import PydanticAIAgent
+
+        return PydanticAIAgent(obj)
+    if module.startswith("agents.") and type(obj).__name__ == "Agent":
+        from .openai_agents import OpenAIAgentsAgent
+
+        return OpenAIAgentsAgent(obj)
+    if module.startswith("langgraph.") and hasattr(obj, "ainvoke"):
+        from .langchain import LangChainAgent
+
+        return LangChainAgent(obj, name=f"langchain:{getattr(obj, 'name', None) or 'agent'}")
+    return None

@@ -24,27 +24,30 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any, Callable, Sequence
+import uuid
+from typing import Annotated, Any, Awaitable, Callable, Sequence
+
+from typing_extensions import NotRequired
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import ModelRequest, ModelResponse
-from ..tools import ToolSet
-from ..errors import RunStop
+from ..errors import ModelFailure, UsageError
 from ..runtime import AgentTask, RunSession
-from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
-                      require, run_tool, split_added)
+from ._common import ASK_USER, decision_from, require
+from ._guarded import Guard, GuardedRun, attach, find_in, run_sync
 
 _EXTRA = "langchain"
 require("langchain.agents", _EXTRA)
 
-from langchain.agents.middleware import AgentMiddleware  # noqa: E402
+from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
+from langchain.agents.middleware.types import ModelResponse as LcModelResponse, PrivateStateAttr  # noqa: E402
+from langgraph.channels.untracked_value import UntrackedValue  # noqa: E402
 from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.tools import StructuredTool  # noqa: E402
 
-__all__ = ["LangChainAgent", "TetherMiddleware", "harness_tools", "to_tether_messages", "from_tether_messages",
+__all__ = ["LangChainAgent", "TetherMiddleware", "TetherState", "harness_tools", "to_tether_messages", "from_tether_messages",
            "TetherChatModel"]
 
 
@@ -119,113 +122,225 @@ def _usage(message: AIMessage) -> Usage:
     return Usage(input_tokens=u.get("input_tokens", 0), output_tokens=u.get("output_tokens", 0))
 
 
-# -- tools and middleware ----------------------------------------------------------------
-def harness_tools(tools: ToolSet, *, ask_user: bool = True) -> list[StructuredTool]:
-    """The harness's tools as LangChain tools, so the model sees their schemas.
-    :class:`TetherMiddleware` answers their calls through the session (their own
-    bodies never run inside a tether agent)."""
+# -- the middleware: the production line --------------------------------------------------
+def harness_tools(specs: list[ToolSpec]) -> list[StructuredTool]:
+    """The harness's tools (an eval's case tools) as LangChain tools, offered to the
+    model beside the agent's own; :class:`TetherMiddleware` answers their calls
+    through the session (their bodies never run)."""
 
     def unreachable(**kwargs: Any) -> str:
-        raise RuntimeError("harness tools run through TetherMiddleware; add it to the agent's middleware")
+        raise RuntimeError("harness tools are answered by TetherMiddleware")
 
     return [StructuredTool.from_function(func=unreachable, name=s.name, description=s.description,
-                                         args_schema=s.parameters)
-            for s in harness_specs(tools.specs(), ask_user=ask_user)]
+                                         args_schema=s.parameters) for s in specs]
+
+
+class TetherState(AgentState):
+    tether_run: NotRequired[Annotated[str, UntrackedValue, PrivateStateAttr]]
+
+
+def _provider(model: Any) -> str | None:
+    try:
+        return model._get_ls_params().get("ls_provider")
+    except Exception:
+        return None
+
+
+def _model_name(model: Any) -> str:
+    return getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
 
 
 class TetherMiddleware(AgentMiddleware):
-    """Records and guards every model call; runs every tool call through the session."""
+    """tether in a LangChain v1 agent, one line::
 
-    def __init__(self, session: RunSession, tools: ToolSet, *, max_steps: int = 30):
+        agent = create_agent(model, tools=[...], system_prompt=..., middleware=[TetherMiddleware()])
+
+    Each ``invoke`` / ``ainvoke`` / ``stream`` of the agent is a run in the store
+    (``$TETHER_STORE`` or ``.tether/tether.db``); every model call and every tool
+    call (the agent's own tools, MCP tools it mounts) goes through the guard
+    stack and the gates (options: :class:`tether.adapters._guarded.Guard`). A
+    stop ends the agent's run with the finish-up answer as its last message.
+    Inside ``tether eval`` the middleware joins the eval's run and adds the
+    case's tools.
+    """
+
+    state_schema = TetherState
+
+    def __init__(self, guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
+                 name: str | None = None):
         super().__init__()
-        self.session = session
-        self.max_steps = max_steps
-        self.ids = CallIds()
-        self.real_ask = ASK_USER in tools
-        self._names = set(tools.names()) | {ASK_USER}
-        self._lock = asyncio.Lock()        # ToolNode runs a turn's calls concurrently; guards see them in order
-        self._model: Any = None
+        self.guard = Guard(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
+                           name=name)
+        self.tools = []
+        self._runs: dict[str, GuardedRun] = {}
 
-    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        s = self.session
-        self._model = request.model
+    # -- the run --------------------------------------------------------------------
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state.get("messages") or []
+        last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        run = self.guard.open(framework="langchain", model_name="langchain",
+                              message=_text(last.content) if last is not None else None)
+        key = f"{id(run)}/{run.depth}/{uuid.uuid4().hex[:8]}"
+        self._runs[key] = run
+        return {"tether_run": key}
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        run = self._runs.pop(state.get("tether_run") or "", None)
+        if run is not None:
+            final = next((m for m in reversed(state.get("messages") or []) if isinstance(m, AIMessage)), None)
+            await run.close(reply=_text(final.content) if final is not None else "")
+        return None
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return run_sync(self.abefore_agent(state, runtime))
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return run_sync(self.aafter_agent(state, runtime))
+
+    def _run(self, state: Any) -> GuardedRun | None:
+        return self._runs.get((state or {}).get("tether_run") or "")
+
+    # -- model calls ------------------------------------------------------------------
+    async def _model_call(self, request: Any, call: Callable[[Any], Awaitable[Any]], *, sync: bool = False) -> Any:
+        run = self._run(request.state)
+        if run is None:
+            return await call(request)
+        extra = run.harness_specs()
+        if extra:
+            known = {getattr(t, "name", None) for t in request.tools}
+            request = request.override(tools=[*request.tools, *harness_tools([s for s in extra
+                                                                             if s.name not in known])])
+        own = _text(request.system_message.content) if request.system_message is not None else None
+        prompt = run.system_prompt(own)
+        if prompt != own:
+            request = request.override(system_message=SystemMessage(content=prompt) if prompt else None)
         specs = [_spec_of(t) for t in request.tools]
         lc_messages = ([request.system_message] if request.system_message is not None else []) + list(request.messages)
         tether_request = ModelRequest(messages=to_tether_messages(lc_messages), tools=specs)
-        check_step_cap(s, self.max_steps)
-        sent = await s.before_model(tether_request)
-        pinned, hints = split_added(tether_request.messages, sent.messages)
-        if pinned or hints:
-            system = "\n".join([*pinned, _text(request.system_message.content)] if request.system_message else pinned)
-            request = request.override(
-                system_message=SystemMessage(content=system) if system else request.system_message,
-                messages=[*request.messages, *[SystemMessage(content=h) for h in hints]])
-        s.record_request(sent, model=getattr(request.model, "model_name", None) or type(request.model).__name__,
-                         params={})
-        t0 = time.perf_counter()
-        response = await handler(request)
-        message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), AIMessage(content=""))
-        tether_response = ModelResponse(decision=decision_of(message, specs, sent.step), usage=_usage(message))
-        recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))
-        self.ids.learn([c.get("id") for c in message.tool_calls if c["name"] != ASK_USER], recorded)
-        remember(s, tether_request, recorded)
-        await s.after_model(tether_response)
-        return response
+        model = request.model
+
+        async def send(pinned: list[str], hints: list[str]) -> Any:
+            r = request
+            if pinned or hints:
+                system = "\n".join([*pinned, _text(r.system_message.content)] if r.system_message else pinned)
+                r = r.override(system_message=SystemMessage(content=system) if system else r.system_message,
+                               messages=[*r.messages, *[SystemMessage(content=h) for h in hints]])
+            return await call(r)
+
+        def read(response: Any) -> tuple[Decision, Usage, list[str | None]]:
+            message = _ai_message(response)
+            return (decision_of(message, specs, run.session.state.step), _usage(message),
+                    [c.get("id") for c in message.tool_calls if c["name"] != ASK_USER])
+
+        async def ask(req: ModelRequest) -> ModelResponse:
+            messages = from_tether_messages(req.messages)
+            message = model.invoke(messages) if sync else await model.ainvoke(messages)
+            return ModelResponse(decision=decision_of(message, []), usage=_usage(message))
+
+        def render(decision: Decision, usage: Usage) -> Any:
+            calls = [{"name": c.name, "args": c.arguments, "id": c.id} for c in decision.tool_calls]
+            if decision.kind == DecisionKind.QUESTION:
+                calls = [{"name": ASK_USER, "args": {"question": decision.text}, "id": f"ask_{run.session.state.step}"}]
+            return LcModelResponse(result=[AIMessage(
+                content="" if decision.kind == DecisionKind.QUESTION else decision.text, tool_calls=calls,
+                usage_metadata={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                                "total_tokens": usage.input_tokens + usage.output_tokens})])
+
+        try:
+            turn = await run.model_call(tether_request, send, read, model=_model_name(model),
+                                        provider=_provider(model), asker=ask, render=render)
+        except Exception as exc:        # the run ends here (after_agent will not run): record why
+            self._runs.pop((request.state or {}).get("tether_run") or "", None)
+            await run.close(error=exc)
+            raise
+        if turn.final is not None:
+            return LcModelResponse(result=[AIMessage(content=turn.final)])
+        return turn.response
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return await self._model_call(request, handler)
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        async def call(r: Any) -> Any:
+            return handler(r)
+
+        return run_sync(self._model_call(request, call, sync=True))
+
+    # -- tool calls ---------------------------------------------------------------------
+    async def _tool_call(self, request: Any, invoke: Callable[[], Any]) -> Any:
+        run = self._run(request.state)
+        call = request.tool_call
+        if run is None:
+            return await _maybe_await(invoke())
+        raw, value, result = await run.tool_call(call.get("id"), call["name"], call.get("args") or {}, invoke)
+        if raw:
+            return value
+        return ToolMessage(content=value, tool_call_id=call.get("id") or "", name=call["name"],
+                           status="error" if result is not None and not result.ok else "success")
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        call = request.tool_call
-        if call["name"] not in self._names:
-            return await handler(request)        # not a harness tool: the agent's own business
-        async with self._lock:
-            text = await run_tool(self.session, self.ids.get(call.get("id"), f"call_{call['name']}"), call["name"],
-                                  call["args"], real_ask_user=self.real_ask)
-        return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=call["name"])
+        return await self._tool_call(request, lambda: handler(request))
 
-    async def ask_model(self, request: ModelRequest) -> ModelResponse:
-        """The agent's chat model, asked directly with no tools (a guard's finish-up)."""
-        if self._model is None:
-            raise RuntimeError("the agent made no model call yet")
-        message = await self._model.ainvoke(from_tether_messages(request.messages))
-        return ModelResponse(decision=decision_of(message, []), usage=_usage(message))
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return run_sync(self._tool_call(request, lambda: handler(request)))
 
 
-AgentFactory = Callable[[list[StructuredTool], list[AgentMiddleware]], Any]
+async def _maybe_await(value: Any) -> Any:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return await value
+    return value
+
+
+def _ai_message(response: Any) -> AIMessage:
+    result = getattr(response, "result", None)
+    if result is None:       # an ExtendedModelResponse
+        result = getattr(getattr(response, "model_response", None), "result", None) or []
+    return next((m for m in reversed(result) if isinstance(m, AIMessage)), AIMessage(content=""))
+
+
+AgentFactory = Callable[[list[Any], list[AgentMiddleware]], Any]
 
 
 class LangChainAgent:
-    """A LangChain v1 agent as a tether agent under test.
+    """A LangChain v1 agent as a tether agent under test (``tether eval --agent``).
 
-    ``factory(tools, middleware)`` builds the agent for one run (typically
-    ``create_agent(model, tools=tools, middleware=[*mine, *middleware])``),
-    so the harness's tools and :class:`TetherMiddleware` go in each time."""
+    Either a compiled ``create_agent`` agent that carries :class:`TetherMiddleware`
+    (it joins the eval's run and adds the case's tools), or ``factory(tools,
+    middleware)`` that builds one (``create_agent(model, tools=[*mine, *tools],
+    middleware=[*mine, *middleware])``); the agent keeps its own system prompt
+    (``--system-prompt``)."""
 
-    def __init__(self, factory: AgentFactory, *, name: str = "langchain", ask_user: bool = True):
-        self.factory = factory
+    def __init__(self, agent: Any, *, name: str = "langchain", ask_user: bool = True):
+        self.agent = agent
         self.name = name
         self.ask_user = ask_user
-        self._runs: PerRun[TetherMiddleware] = PerRun()
 
-    async def run(self, session: RunSession, task: AgentTask) -> str:
-        middleware = TetherMiddleware(session, task.tools, max_steps=task.max_steps)
-        self._runs[session] = middleware
-        agent = self.factory(harness_tools(task.tools, ask_user=self.ask_user), [middleware])
-        messages: list[BaseMessage] = [SystemMessage(content=task.system_prompt)] if task.system_prompt else []
+    def _graph(self, run: GuardedRun) -> Any:
+        if hasattr(self.agent, "ainvoke"):
+            return self.agent
+        return self.agent(harness_tools(run.harness_specs()), [TetherMiddleware("off", store=False)])
+
+    async def run(self, session: RunSession, task: AgentTask) -> Any:
+        run = attach(session, task, framework="langchain", ask_user=self.ask_user)
+        graph = self._graph(run)
+        messages: list[BaseMessage] = []
         for turn in task.history:
             messages.append(HumanMessage(content=turn.content) if turn.role == "user" else AIMessage(content=turn.content))
         if task.message is not None:
             messages.append(HumanMessage(content=task.message))
-        # the session's step cap ends the run, not LangGraph's recursion limit
-        state = await agent.ainvoke({"messages": messages}, config={"recursion_limit": 4 * task.max_steps + 10})
+        try:
+            # the session's step cap ends the run, not LangGraph's recursion limit
+            state = await graph.ainvoke({"messages": messages}, config={"recursion_limit": 4 * task.max_steps + 10})
+        except Exception as exc:
+            failure = find_in(exc, ModelFailure)
+            if failure is not None:
+                raise failure from None
+            raise
+        if not run.session.state.model_calls and not run.stop:
+            raise UsageError(f"{self.name}: the agent made no model call through tether: add TetherMiddleware() "
+                             "to its create_agent(middleware=[...])")
         final = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        reply = _text(final.content) if final is not None else ""
-        await session.final(reply)
-        return reply
-
-    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
-        """A guard stopped the run: its finish-up request goes to the agent's own chat model."""
-        middleware = self._runs.get(session)
-        ask = middleware.ask_model if middleware is not None and middleware._model is not None else None
-        return await finish_up(session, stop, self.name, ask)
+        return await run.ending(_text(final.content) if final is not None else "")
 
 
 # -- a LangChain chat model backed by any tether Model -------------------------------------

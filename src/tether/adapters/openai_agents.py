@@ -30,25 +30,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 from ..messages import Decision, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
-from ..tools import ToolSet
-from ..errors import RunStop
+from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession
-from ._common import (ASK_USER, CallIds, check_step_cap, decision_from, finish_up, harness_specs, remember,
-                      require, run_tool, split_added)
+from ._common import ASK_USER, decision_from, require
+from ._guarded import Failed, Guard, GuardedRun, attach, find_in
 
 _EXTRA = "openai-agents"
 require("agents", _EXTRA)
 
 
-from agents import FunctionTool, ModelSettings, RunConfig as SdkRunConfig, RunHooks, Runner  # noqa: E402
-from agents.models.interface import ModelTracing  # noqa: E402
+from agents import Agent, FunctionTool, ModelSettings, RunConfig as SdkRunConfig  # noqa: E402
+from agents.models.interface import Model as SdkModel, ModelTracing  # noqa: E402
+from agents.run import AgentRunner  # noqa: E402
 
-__all__ = ["OpenAIAgentsAgent", "TetherHooks", "harness_tools", "to_tether_messages", "from_tether_messages",
+__all__ = ["OpenAIAgentsAgent", "TetherRunner", "GuardedModel", "guard_runs", "harness_tools", "to_tether_messages",
+           "from_tether_messages",
            "tether_responder", "request_from_chat_body"]
 
 
@@ -153,95 +153,229 @@ def _specs(agent: Any) -> list[ToolSpec]:
             for t in getattr(agent, "tools", []) if isinstance(t, FunctionTool)]
 
 
-# -- tools, the input filter and the hooks ----------------------------------------------------
-def harness_tools(session: RunSession, tools: ToolSet, ids: CallIds, *, ask_user: bool = True) -> list[FunctionTool]:
-    """The harness's tools as FunctionTools that call the session (no failure_error_function:
-    a guard's stop must end the run, not become text)."""
-    real_ask = ASK_USER in tools
-    lock = asyncio.Lock()        # calls of one turn may run concurrently; guards see them in order
+# -- the production line: a runner that guards every run ------------------------------------
+def _provider(model: Any) -> str | None:
+    module = type(model).__module__
+    if module.startswith("agents.models.openai") or "openai" in type(model).__name__.lower():
+        return "openai"
+    name = getattr(model, "model", None)
+    return name.split("/", 1)[0] if isinstance(name, str) and "/" in name else None
+
+
+def _message_output(text: str) -> Any:
+    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+    return ResponseOutputMessage(id="msg_tether_finish_up", type="message", role="assistant", status="completed",
+                                 content=[ResponseOutputText(type="output_text", text=text, annotations=[])])
+
+
+class GuardedModel(SdkModel):
+    """The agent's own model, every request through the run's guards and record."""
+
+    def __init__(self, inner: Any, run: GuardedRun):
+        self.inner = inner
+        self.run = run
+        self.model = getattr(inner, "model", None) or type(inner).__name__
+
+    async def _ask(self, request: ModelRequest) -> ModelResponse:
+        response = await self.inner.get_response(
+            None, from_tether_messages(request.messages), ModelSettings(), [], None, [], ModelTracing.DISABLED,
+            previous_response_id=None, conversation_id=None, prompt=None)
+        decision, _ = decision_of(response, [])
+        return ModelResponse(decision=decision, usage=_usage(response))
+
+    async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any,
+                           output_schema: Any, handoffs: Any, tracing: Any, **kwargs: Any) -> Any:
+        from agents.items import ModelResponse as SdkResponse
+        from agents.usage import Usage as SdkUsage
+
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        specs = [ToolSpec(name=t.name, description=t.description, parameters=t.params_json_schema)
+                 for t in tools if isinstance(t, FunctionTool)]
+        request = ModelRequest(messages=to_tether_messages(items, instructions=system_instructions), tools=specs)
+
+        async def send(pinned: list[str], hints: list[str]) -> Any:
+            instructions = system_instructions
+            extra = items
+            if pinned:
+                instructions = "\n".join([*pinned, system_instructions] if system_instructions else pinned)
+            if hints:
+                extra = [*items, *[{"role": "system", "content": h} for h in hints]]
+            return await self.inner.get_response(instructions, extra, model_settings, tools, output_schema, handoffs,
+                                                 tracing, **kwargs)
+
+        def read(response: Any) -> tuple[Decision, Usage, list[str | None]]:
+            decision, ids = decision_of(response, specs, self.run.session.state.step)
+            return decision, _usage(response), list(ids)
+
+        def render(decision: Decision, usage: Usage) -> Any:
+            from openai.types.responses import ResponseFunctionToolCall
+
+            output: list[Any] = [_message_output(decision.text)] if decision.text else []
+            if decision.kind == "question":
+                output = [ResponseFunctionToolCall(type="function_call", call_id=f"ask_{self.run.session.state.step}",
+                                                   name=ASK_USER, arguments=json.dumps({"question": decision.text},
+                                                                                       ensure_ascii=False))]
+            output += [ResponseFunctionToolCall(type="function_call", call_id=c.id, name=c.name,
+                                                arguments=json.dumps(c.arguments, ensure_ascii=False))
+                       for c in decision.tool_calls]
+            return SdkResponse(output=output, usage=SdkUsage(input_tokens=usage.input_tokens,
+                                                             output_tokens=usage.output_tokens,
+                                                             total_tokens=usage.input_tokens + usage.output_tokens),
+                               response_id=None)
+
+        turn = await self.run.model_call(request, send, read, model=str(self.model), provider=_provider(self.inner),
+                                         asker=self._ask, render=render)
+        if turn.final is not None:
+            return SdkResponse(output=[_message_output(turn.final)], usage=SdkUsage(), response_id=None)
+        return turn.response
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        from ..errors import UsageError
+
+        raise UsageError("streamed runs are not guarded yet: use Runner.run or Runner.run_sync")
+
+
+def _guarded_tool(tool: Any, run: GuardedRun) -> Any:
+    """The agent's own FunctionTool, its calls through ``run.tool_call``; its
+    failure handler still writes what the model reads."""
+    import dataclasses
+
+    from agents.tool import maybe_invoke_function_tool_failure_error_function
+
+    original = tool.on_invoke_tool
+    impl = getattr(original, "_invoke_tool_impl", None)
+
+    async def invoke(ctx: Any, args_json: str) -> Any:
+        async def call() -> Any:
+            if impl is None:
+                return await original(ctx, args_json)
+            try:
+                return await impl(ctx, args_json)
+            except Exception as exc:
+                text = await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=ctx,
+                                                                                 error=exc)
+                if text is None:
+                    raise
+                return Failed(text, f"{type(exc).__name__}: {exc}")
+
+        raw, value, _ = await run.tool_call(ctx.tool_call_id, tool.name, args_json or "{}", call)
+        return value
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+class _MCPGuardedAgent(Agent):
+    """An ``Agent`` whose MCP servers' tools go through the run (``get_mcp_tools`` wrapped)."""
+
+    _tether_run: Any = None
+
+    async def get_mcp_tools(self, run_context: Any) -> Any:
+        tools = await super().get_mcp_tools(run_context)
+        run = self._tether_run
+        return [_guarded_tool(t, run) if run is not None and isinstance(t, FunctionTool) else t for t in tools]
+
+
+def harness_tools(run: GuardedRun) -> list[FunctionTool]:
+    """The harness's tools (an eval's case tools, ask_user) as FunctionTools beside the agent's own."""
     out = []
-    for spec in harness_specs(tools.specs(), ask_user=ask_user):
-        async def invoke(ctx: Any, args_json: str, _name: str = spec.name) -> str:
-            async with lock:
-                return await run_tool(session, ids.get(ctx.tool_call_id, f"call_{_name}"), _name, args_json or "{}",
-                                      real_ask_user=real_ask)
+    for spec in run.harness_specs():
+        async def invoke(ctx: Any, args_json: str, _name: str = spec.name) -> Any:
+            raw, value, _ = await run.tool_call(ctx.tool_call_id, _name, args_json or "{}", lambda: None)
+            return value
 
         out.append(FunctionTool(name=spec.name, description=spec.description, params_json_schema=spec.parameters,
                                 on_invoke_tool=invoke, strict_json_schema=False))
     return out
 
 
-class TetherHooks(RunHooks):
-    """Records each model response and asks the guards after it (``on_llm_end``);
-    :meth:`input_filter` is the ``call_model_input_filter`` that asks them before."""
-
-    def __init__(self, session: RunSession, ids: CallIds, *, max_steps: int = 30):
-        self.session = session
-        self.ids = ids
-        self.max_steps = max_steps
-        self._request: ModelRequest | None = None
-        self._specs: list[ToolSpec] = []
-        self._step = 0
-        self._t0 = 0.0
-
-    async def input_filter(self, data: Any) -> Any:
-        s = self.session
-        model_data = data.model_data
-        self._specs = _specs(data.agent)
-        request = ModelRequest(messages=to_tether_messages(model_data.input, instructions=model_data.instructions),
-                               tools=self._specs)
-        check_step_cap(s, self.max_steps)
-        sent = await s.before_model(request)
-        self._request = request
-        self._step = sent.step
-        pinned, hints = split_added(request.messages, sent.messages)
-        if pinned or hints:
-            instructions = "\n".join([*pinned, model_data.instructions] if model_data.instructions else pinned)
-            model_data = type(model_data)(input=[*model_data.input, *[{"role": "system", "content": h} for h in hints]],
-                                          instructions=instructions or None)
-        s.record_request(sent, model=_model_name(getattr(data.agent, "model", None)), params={})
-        self._t0 = time.perf_counter()
-        return model_data
-
-    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        decision, sdk_ids = decision_of(response, self._specs, self._step)
-        tether_response = ModelResponse(decision=decision, usage=_usage(response))
-        recorded = self.session.record_response(tether_response,
-                                                latency_ms=round((time.perf_counter() - self._t0) * 1000, 3))
-        self.ids.learn(sdk_ids, recorded)
-        if self._request is not None:
-            remember(self.session, self._request, recorded)
-        await self.session.after_model(tether_response)
-
-
-def _model_name(model: Any) -> str:
+def _resolve_model(agent: Any, run_config: Any) -> Any:
+    model = agent.model
     if model is None or isinstance(model, str):
-        return model or "default"
-    name = getattr(model, "model", None)
-    return name if isinstance(name, str) else type(model).__name__
+        provider = getattr(run_config, "model_provider", None) if run_config is not None else None
+        if run_config is not None and getattr(run_config, "model", None) is not None:
+            model = run_config.model
+            if not isinstance(model, str):
+                return model
+        from agents.models.multi_provider import MultiProvider
+
+        return (provider or MultiProvider()).get_model(model)
+    return model
 
 
-def _find_stop(exc: BaseException) -> RunStop | None:
-    """The SDK may wrap an exception raised in a tool or hook: find our RunStop."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, RunStop):
-            return e
-        stack += [x for x in (e.__cause__, e.__context__) if x is not None]
-        stack += list(getattr(e, "exceptions", ()))
-    return None
+class TetherRunner(AgentRunner):
+    """The Agents SDK's runner with tether around every run (see :func:`guard_runs`)."""
+
+    def __init__(self, guard: Guard, *, ask_user: bool = True):
+        super().__init__()
+        self.guard = guard
+        self.ask_user = ask_user
+
+    def prepare(self, agent: Any, run: GuardedRun, run_config: Any) -> Any:
+        """A clone of the agent: its model and tools through the run, the harness's tools beside them."""
+        model = _resolve_model(agent, run_config)
+        if not isinstance(model, GuardedModel):
+            model = GuardedModel(model, run)
+        tools = [_guarded_tool(t, run) if isinstance(t, FunctionTool) else t for t in agent.tools]
+        own = agent.instructions if isinstance(agent.instructions, str) else None
+        prompt = run.system_prompt(own) if not callable(agent.instructions) else agent.instructions
+        clone = agent.clone(model=model, tools=[*tools, *harness_tools(run)],
+                            instructions=prompt if prompt is not None else agent.instructions)
+        if getattr(agent, "mcp_servers", None) and type(agent) is Agent:   # its MCP servers' tools, guarded too
+            clone.__class__ = _MCPGuardedAgent
+            clone._tether_run = run
+        return clone
+
+    async def run(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        model = starting_agent.model
+        name = model if isinstance(model, str) else getattr(model, "model", None)
+        run = self.guard.open(framework="openai-agents", model_name=str(name or starting_agent.name),
+                              message=input if isinstance(input, str) else None)
+        if run.depth:        # a run inside a guarded run (run_sync calls run): already guarded
+            run.depth -= 1
+            return await super().run(starting_agent, input, **kwargs)
+        agent = self.prepare(starting_agent, run, kwargs.get("run_config"))
+        try:
+            result = await super().run(agent, input, **kwargs)
+        except BaseException as exc:
+            await run.close(error=exc)     # a replay's departure is raised from here as itself
+            raise
+        await run.close(reply=str(result.final_output if result.final_output is not None else ""))
+        return result
+
+
+    def run_streamed(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        from ..errors import UsageError
+
+        raise UsageError("tether's guard_runs() does not guard Runner.run_streamed yet (the run would go "
+                         "unguarded and unrecorded): use Runner.run or Runner.run_sync")
+
+
+def guard_runs(guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
+               name: str | None = None) -> TetherRunner:
+    """tether for every ``Runner.run`` / ``Runner.run_sync`` of this process, one line::
+
+        guard_runs()
+
+    Each run is a run in the store (``$TETHER_STORE`` or ``.tether/tether.db``);
+    every model request and every function tool call of the agent goes through
+    the guard stack and the gates (options: :class:`tether.adapters._guarded.Guard`).
+    A stop ends the run with the finish-up answer as its ``final_output``. It
+    installs a :class:`TetherRunner` as the SDK's default runner (``set_default_agent_runner``)."""
+    from agents.run import set_default_agent_runner
+
+    runner = TetherRunner(Guard(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
+                                name=name))
+    set_default_agent_runner(runner)
+    return runner
 
 
 # -- the agent under test ---------------------------------------------------------------
 class OpenAIAgentsAgent:
-    """An Agents SDK ``Agent`` as a tether agent under test. The harness's tools
-    are added to (a clone of) the agent for each run; ``run_config`` is the
-    SDK RunConfig to start from (its input filter and max turns are set here)."""
+    """An Agents SDK ``Agent`` as a tether agent under test (``tether eval --agent``):
+    it runs unchanged (its own instructions, ``--system-prompt``; its own tools,
+    the case's beside them) through :class:`TetherRunner`, joined to the eval's run.
+    ``run_config`` is the SDK RunConfig to run with."""
 
     def __init__(self, agent: Any, *, name: str | None = None, run_config: SdkRunConfig | None = None,
                  ask_user: bool = True):
@@ -249,53 +383,22 @@ class OpenAIAgentsAgent:
         self.run_config = run_config or SdkRunConfig()
         self.ask_user = ask_user
         self.name = name or f"openai-agents:{getattr(agent, 'name', 'agent')}"
-        self._model_obj: Any = None
 
-    def _model(self) -> Any:
-        model = self.agent.model
-        if model is None or isinstance(model, str):
-            return self.run_config.model_provider.get_model(model)
-        return model
-
-    async def ask_model(self, request: ModelRequest) -> ModelResponse:
-        """The agent's own model, asked directly with no tools (a guard's finish-up)."""
-        if self._model_obj is None:
-            self._model_obj = self._model()
-        response = await self._model_obj.get_response(
-            None, from_tether_messages(request.messages), ModelSettings(), [], None, [], ModelTracing.DISABLED,
-            previous_response_id=None, conversation_id=None, prompt=None)
-        decision, _ = decision_of(response, [])
-        return ModelResponse(decision=decision, usage=_usage(response))
-
-    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
-        """A guard stopped the run: its finish-up request goes to the agent's own model."""
-        return await finish_up(session, stop, self.name, self.ask_model)
-
-    async def run(self, session: RunSession, task: AgentTask) -> str:
-        import dataclasses
-
-        ids = CallIds()
-        hooks = TetherHooks(session, ids, max_steps=task.max_steps)
-        agent = self.agent.clone(tools=[*self.agent.tools, *harness_tools(session, task.tools, ids,
-                                                                            ask_user=self.ask_user)],
-                                 instructions=task.system_prompt or self.agent.instructions)
+    async def run(self, session: RunSession, task: AgentTask) -> Any:
+        run = attach(session, task, framework="openai-agents", ask_user=self.ask_user)
         items: list[dict[str, Any]] = [{"role": "user" if t.role == "user" else "assistant", "content": t.content}
                                        for t in task.history]
         if task.message is not None:
             items.append({"role": "user", "content": task.message})
-        config = dataclasses.replace(self.run_config, call_model_input_filter=hooks.input_filter)
+        runner = TetherRunner(Guard(guards="off", store=False), ask_user=self.ask_user)
         try:
-            result = await Runner.run(agent, items, hooks=hooks, run_config=config, max_turns=task.max_steps + 5)
-        except RunStop:
-            raise
+            result = await runner.run(self.agent, items, run_config=self.run_config, max_turns=task.max_steps + 5)
         except Exception as exc:
-            stop = _find_stop(exc)
-            if stop is not None:
-                raise stop from None
+            failure = find_in(exc, ModelFailure)
+            if failure is not None:
+                raise failure from None
             raise
-        reply = str(result.final_output or "")
-        await session.final(reply)
-        return reply
+        return await run.ending(str(result.final_output or ""))
 
 
 # -- serving a tether Model as an OpenAI chat-completions endpoint (offline runs) ----------------

@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from typing import Any
 
 from ..messages import Decision, DecisionKind, Message, ToolCallRequest, ToolSpec, Usage
 from ..models import Model, ModelRequest, ModelResponse
-from ..tools import ToolSet
-from ..errors import RunStop
-from ..runtime import AgentTask, RunSession
-from ._common import (ASK_USER, CallIds, PerRun, check_step_cap, decision_from, finish_up, harness_specs, remember,
-                      require, run_tool, split_added)
+from ..errors import ModelFailure
+from ..runtime import AgentTask, RunSession, current_session
+from ._common import ASK_USER, decision_from, require
+from ._guarded import _ATTACHED, Guard, GuardedRun, attach, attached, find_in
 
 _EXTRA = "pydantic-ai"
 require("pydantic_ai", _EXTRA)
@@ -46,7 +44,7 @@ from pydantic_ai.tools import Tool as PaiTool  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 from pydantic_ai.usage import RequestUsage, UsageLimits  # noqa: E402
 
-__all__ = ["PydanticAIAgent", "TetherCapability", "harness_toolset", "to_tether_messages", "from_tether_messages",
+__all__ = ["PydanticAIAgent", "TetherGuard", "harness_toolset", "to_tether_messages", "from_tether_messages",
            "decision_of", "response_of", "tether_function_model"]
 
 
@@ -159,70 +157,113 @@ def _usage(response: pm.ModelResponse) -> Usage:
     return Usage(input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0)
 
 
-# -- the capability ---------------------------------------------------------------
-def harness_toolset(session: RunSession, tools: ToolSet, ids: CallIds | None = None, *,
-                    ask_user: bool = True) -> FunctionToolset:
-    """The harness's tools as a pydantic-ai toolset whose bodies call ``session.tool``.
-    Sequential, as in tether's loop: a guard sees the calls in order."""
-    ids = ids or CallIds()
-    real_ask = ASK_USER in tools
+# -- the capability: the production line -----------------------------------------------
+def harness_toolset(specs: list[ToolSpec]) -> FunctionToolset:
+    """The harness's tools (an eval's case tools) as a pydantic-ai toolset, beside the
+    agent's own. Their calls are answered by :class:`TetherGuard`'s ``wrap_tool_execute``
+    through the session; the bodies never run."""
     pai_tools = []
-    for spec in harness_specs(tools.specs(), ask_user=ask_user):
+    for spec in specs:
         async def body(ctx: Any, _name: str = spec.name, **kwargs: Any) -> str:
-            return await run_tool(session, ids.get(ctx.tool_call_id, f"call_{_name}"), _name, kwargs,
-                                  real_ask_user=real_ask)
+            raise RuntimeError(f"{_name} is answered by TetherGuard")
 
         pai_tools.append(PaiTool.from_schema(body, spec.name, spec.description, spec.parameters, takes_ctx=True,
                                              sequential=True))
     return FunctionToolset(pai_tools)
 
 
-class TetherCapability(AbstractCapability[Any]):
-    """Harness tools in, every model request guarded and recorded."""
+class TetherGuard(AbstractCapability[Any]):
+    """tether in a pydantic-ai agent, one line::
 
-    def __init__(self, session: RunSession, tools: ToolSet, *, max_steps: int = 30, ask_user: bool = True):
-        self.session = session
-        self.max_steps = max_steps
-        self.ids = CallIds()
-        self._toolset = harness_toolset(session, tools, self.ids, ask_user=ask_user)
-        self._model: Any = None
+        agent = Agent(model, instructions=..., tools=[...], capabilities=[TetherGuard()])
+
+    Each run of the agent is a run in the store (``$TETHER_STORE`` or
+    ``.tether/tether.db``); every model request and every tool call (the agent's
+    own tools, its MCP toolsets) goes through the guard stack and the gates
+    (see :class:`tether.adapters._guarded.Guard` for the options). A stop ends
+    ``agent.run`` with the finish-up answer as its output. Inside ``tether
+    eval`` the capability joins the eval's run and adds the case's tools.
+    """
+
+    def __init__(self, guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
+                 name: str | None = None, ask_user: bool = True, _guard: Guard | None = None):
+        self.guard = _guard or Guard(guards=guards, store=store, side_effects=tuple(side_effects),
+                                     approvals=approvals, name=name)
+        self.ask_user = ask_user
+        self.run: GuardedRun | None = None
+        self._toolset: Any = None
+
+    async def for_run(self, ctx: Any) -> "TetherGuard":
+        copy = TetherGuard(_guard=self.guard, ask_user=self.ask_user)
+        session = current_session()
+        if session is not None and session.finished is None:
+            run = attach(session, framework="pydantic-ai", guard=self.guard) if attached(session) is None \
+                else attached(session)
+            if not run.owned and not run.harness_given:
+                run.harness_given = True
+                copy._toolset = harness_toolset(run.harness_specs())
+        return copy
 
     def get_toolset(self) -> Any:
         return self._toolset
 
-    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
-        s = self.session
-        self._model = request_context.model
-        params = request_context.model_request_parameters
-        specs = _specs(params.function_tools)
-        instructions = _instructions(request_context.messages)
-        request = ModelRequest(messages=to_tether_messages(request_context.messages, instructions=instructions),
-                               tools=specs)
-        check_step_cap(s, self.max_steps)
-        sent = await s.before_model(request)
-        pinned, hints = split_added(request.messages, sent.messages)
-        if pinned or hints:
-            request_context = dataclasses.replace(request_context,
-                                                  messages=_with_system(request_context.messages, pinned, hints))
-        s.record_request(sent, model=getattr(self._model, "model_name", ""), params={})
-        t0 = time.perf_counter()
-        response = await handler(request_context)
-        decision = decision_of(response, specs, sent.step)
-        tether_response = ModelResponse(decision=decision, usage=_usage(response))
-        recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))
-        self.ids.learn([p.tool_call_id for p in response.parts if isinstance(p, pm.ToolCallPart)
-                        and p.tool_name != ASK_USER], recorded)
-        remember(s, request, recorded)
-        await s.after_model(tether_response)
-        return response
+    async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+        model = getattr(ctx, "model", None)
+        self.run = self.guard.open(framework="pydantic-ai", model_name=getattr(model, "model_name", None) or "agent",
+                                   message=_prompt_text(getattr(ctx, "prompt", None)))
+        try:
+            result = await handler()
+        except BaseException as exc:
+            await self.run.close(error=exc)
+            raise
+        await self.run.close(reply=str(result.output))
+        return result
 
-    async def ask_model(self, request: ModelRequest) -> ModelResponse:
-        """The agent's own model, asked directly with no tools (a guard's finish-up)."""
-        if self._model is None:
-            raise RuntimeError("the agent made no model request yet")
-        response = await self._model.request(from_tether_messages(request.messages), None,
-                                             ModelRequestParameters(function_tools=[], allow_text_output=True))
-        return ModelResponse(decision=decision_of(response, []), usage=_usage(response))
+    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        run = self.run
+        if run is None:
+            return await handler(request_context)
+        model = request_context.model
+        specs = _specs(request_context.model_request_parameters.function_tools)
+        request = ModelRequest(messages=to_tether_messages(request_context.messages,
+                                                           instructions=_instructions(request_context.messages)),
+                               tools=specs)
+
+        async def send(pinned: list[str], hints: list[str]) -> Any:
+            rc = request_context
+            if pinned or hints:
+                rc = dataclasses.replace(rc, messages=_with_system(rc.messages, pinned, hints))
+            return await handler(rc)
+
+        def read(response: Any) -> tuple[Decision, Usage, list[str | None]]:
+            return (decision_of(response, specs, run.session.state.step), _usage(response),
+                    [p.tool_call_id for p in response.parts if isinstance(p, pm.ToolCallPart) and p.tool_name != ASK_USER])
+
+        async def ask(req: ModelRequest) -> ModelResponse:
+            response = await model.request(from_tether_messages(req.messages), None,
+                                           ModelRequestParameters(function_tools=[], allow_text_output=True))
+            return ModelResponse(decision=decision_of(response, []), usage=_usage(response))
+
+        turn = await run.model_call(request, send, read, model=getattr(model, "model_name", "") or "agent",
+                                    provider=getattr(model, "system", None), asker=ask, render=response_of)
+        if turn.final is not None:
+            return pm.ModelResponse(parts=[pm.TextPart(content=turn.final)],
+                                    model_name=getattr(model, "model_name", None))
+        return turn.response
+
+    async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        run = self.run
+        if run is None:
+            return await handler(args)
+        raw, value, _ = await run.tool_call(call.tool_call_id, call.tool_name, call.args_as_dict(),
+                                            lambda: handler(args))
+        return value
+
+
+def _prompt_text(prompt: Any) -> str | None:
+    if prompt is None:
+        return None
+    return prompt if isinstance(prompt, str) else _text(prompt)
 
 
 def _instructions(messages: list[Any]) -> str | None:
@@ -247,11 +288,25 @@ def _with_system(messages: list[Any], pinned: list[str], hints: list[str]) -> li
 
 
 # -- the agent under test -----------------------------------------------------------
-class PydanticAIAgent:
-    """A pydantic-ai ``Agent`` as a tether agent under test.
+def _has_guard(agent: Any) -> bool:
+    found = []
+    try:
+        root = getattr(agent, "_root_capability", None) or getattr(agent, "root_capability", None)
+        if root is not None:
+            root.apply(lambda c: found.append(c) if isinstance(c, TetherGuard) else None)
+    except Exception:
+        return False
+    return bool(found)
 
-    ``agent.run`` gets the case's conversation, the harness's tools and the
-    simulated user (through the ``ask_user`` tool) via :class:`TetherCapability`.
+
+class PydanticAIAgent:
+    """A pydantic-ai ``Agent`` as a tether agent under test (``tether eval --agent``).
+
+    The agent runs unchanged: its own instructions (``system_prompt_mode``:
+    ``agent``, the default; the case's reference prompt only when the agent has
+    none; ``case``; ``both``), its own tools, the case's tools beside them. A
+    :class:`TetherGuard` it already carries joins the eval's run; without one,
+    one is added for the run.
     """
 
     def __init__(self, agent: Any, *, name: str | None = None, ask_user: bool = True):
@@ -259,32 +314,51 @@ class PydanticAIAgent:
         self.ask_user = ask_user
         model = getattr(agent, "model", None)
         self.name = name or f"pydantic-ai:{getattr(model, 'model_name', model) or 'agent'}"
-        self._runs: PerRun[TetherCapability] = PerRun()
 
-    async def run(self, session: RunSession, task: AgentTask) -> str:
-        capability = TetherCapability(session, task.tools, max_steps=task.max_steps, ask_user=self.ask_user)
-        self._runs[session] = capability
+    async def run(self, session: RunSession, task: AgentTask) -> Any:
         history: list[Any] = []
         for turn in task.history:
             if turn.role == "user":
                 history.append(pm.ModelRequest(parts=[pm.UserPromptPart(content=turn.content)]))
             else:
                 history.append(pm.ModelResponse(parts=[pm.TextPart(content=turn.content)]))
-        result = await self.agent.run(
-            task.message, message_history=history or None, capabilities=[capability],
-            instructions=task.system_prompt,
-            # the session's step cap and budget guard end the run, not the framework's own limit
-            usage_limits=UsageLimits(request_limit=None),
-        )
-        reply = str(result.output)
-        await session.final(reply)
-        return reply
+        attach(session, task, framework="pydantic-ai", ask_user=self.ask_user)
+        own = _agent_instructions(self.agent)
+        mode = task.system_prompt_mode
+        extra = None
+        if task.system_prompt and (mode == "both" or not own or mode == "case"):
+            extra = task.system_prompt
+        kwargs: dict[str, Any] = {}
+        if not _has_guard(self.agent):
+            kwargs["capabilities"] = [TetherGuard("off", store=False, ask_user=self.ask_user)]
+        overridden = self.agent.override(instructions=extra) if mode == "case" and extra else None
+        try:
+            if overridden is not None:
+                with overridden:
+                    result = await self._go(task, history, kwargs)
+            else:
+                result = await self._go(task, history, kwargs, extra)
+        except Exception as exc:
+            failure = find_in(exc, ModelFailure)
+            if failure is not None:
+                raise failure from None
+            raise
+        run = _ATTACHED.get(session)
+        return await run.ending(str(result.output)) if run is not None else str(result.output)
 
-    async def stopped(self, session: RunSession, stop: RunStop) -> tuple[Any, str, str]:
-        """A guard stopped the run: its finish-up request goes to the agent's own model."""
-        capability = self._runs.get(session)
-        ask = capability.ask_model if capability is not None and capability._model is not None else None
-        return await finish_up(session, stop, self.name, ask)
+    async def _go(self, task: AgentTask, history: list[Any], kwargs: dict[str, Any], extra: str | None = None) -> Any:
+        return await self.agent.run(task.message, message_history=history or None, instructions=extra,
+                                    # the session's step cap and budget guard end the run, not the framework's limit
+                                    usage_limits=UsageLimits(request_limit=None), **kwargs)
+
+
+def _agent_instructions(agent: Any) -> bool:
+    """Whether the agent has its own instructions or system prompt."""
+    for attr in ("_instructions", "_system_prompts", "_system_prompt_functions", "_instructions_functions"):
+        value = getattr(agent, attr, None)
+        if value:
+            return True
+    return False
 
 
 # -- a pydantic-ai model backed by any tether Model ---------------------------------------

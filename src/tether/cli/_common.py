@@ -28,6 +28,14 @@ class Lang(str, enum.Enum):
     en = "en"
     zh = "zh"
 
+
+class SystemPromptMode(str, enum.Enum):
+    """--system-prompt: a framework agent's own instructions against the case's reference prompt."""
+
+    agent = "agent"
+    case = "case"
+    both = "both"
+
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ._common import (
+    SystemPromptMode,
     MAX_CONCURRENCY,
     MAX_JUDGE_SAMPLES,
     MAX_RUNS,
@@ -70,7 +71,8 @@ EXIT_ERRORS = 4
 def eval_command(
     suite: Annotated[str, typer.Argument(help="built-in suite name (c4) or a directory / YAML file of cases")] = "c4",
     model: Annotated[Optional[list[str]], typer.Option("--model", "-m", help="model spec for tether's own loop, repeatable (policy:steady, openai:gpt-4.1-mini, mypkg.models:make, ...)")] = None,
-    agent: Annotated[Optional[list[str]], typer.Option("--agent", "-a", help="your agent: module:factory, path/to/file.py:factory or a tether.agents entry point name, repeatable")] = None,
+    agent: Annotated[Optional[list[str]], typer.Option("--agent", "-a", help="your agent: path/to/file.py (its `agent`: a pydantic-ai, Agents SDK or LangChain agent, or a tether agent), module:attr, path/to/file.py:attr or a tether.agents entry point name, repeatable")] = None,
+    system_prompt: Annotated[SystemPromptMode, typer.Option("--system-prompt", help="a framework agent's prompt: agent (its own instructions; the case's reference prompt only where it has none), case (the case's instead), both")] = SystemPromptMode.agent,
     trials: Annotated[int, typer.Option(min=1, max=MAX_TRIALS, help="trials per case; pass^k is reported per case")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="trials running at once")] = 8,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
@@ -126,6 +128,7 @@ def eval_command(
             judge, judge_samples = opts.get("judge"), opts.get("judge_samples") or 1
             max_connections, timeout = opts.get("max_connections"), opts.get("timeout")
             concurrency = opts.get("concurrency") or concurrency
+            system_prompt = SystemPromptMode(opts.get("system_prompt") or "agent")
         cases = load_suite(suite)
         if case_ids is not None:
             cases = [c for c in cases if c.id in set(case_ids)]
@@ -149,8 +152,9 @@ def eval_command(
         options = {"suite": suite, "models": models, "agents": agents, "trials": trials, "guards": guards,
                    "sweep": sweep, "max_steps": max_steps, "simulator": simulator, "cases": [c.id for c in cases],
                    "judge": judge, "judge_samples": judge_samples, "max_connections": max_connections,
-                   "timeout": timeout, "concurrency": concurrency}
+                   "timeout": timeout, "concurrency": concurrency, "system_prompt": SystemPromptMode(system_prompt).value}
         config = EvalConfig(trials=trials, concurrency=concurrency, export_dir=out, max_steps=max_steps,
+                            system_prompt_mode=SystemPromptMode(system_prompt).value,
                             guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id,
                             executor=executor, ray_address=ray_address, model_limits=limits, options=options,
                             resume=resume is not None)

@@ -266,6 +266,7 @@ class RayExecutor:
 
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         from ..events import Trajectory
+        from ..report.otel import export_live
 
         if not jobs:
             return
@@ -289,6 +290,7 @@ class RayExecutor:
                 if trajectory.digest() != tr.digest:
                     raise RuntimeError(f"run {job.run_id}: the events the worker sent do not match its digest")
                 store_run(store, trajectory, tr.digest or "")
+                export_live(trajectory)        # --otel: the worker's run, from the driver, once stored
                 if plan.config.export_dir is not None:
                     trajectory.save(Path(plan.config.export_dir) / f"{job.run_id}.jsonl")
                 on_done(job, tr, trajectory)

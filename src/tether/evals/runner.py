@@ -60,6 +60,9 @@ class EvalConfig:
     concurrency: int = 4
     seed: int = 0
     system_prompt: str | None = REFERENCE_SYSTEM_PROMPT
+    # a framework agent's own instructions against the case's reference prompt:
+    # "agent" (its own; the case's only where it has none), "case", or "both"
+    system_prompt_mode: str = "agent"
     # guard stack label -> factory producing fresh guards per trial
     guard_stacks: dict[str, Callable[[], Sequence[Guard]]] = field(default_factory=lambda: {"off": lambda: ()})
     max_steps: int | None = None   # overrides each case's max_steps when set
@@ -120,6 +123,8 @@ def resolve_agent(ref: str) -> Callable[[], Any]:
     point name -> a function making a fresh agent per trial."""
     from .. import plugins
 
+    if ref.endswith(".py"):          # a file: its module-level ``agent``
+        ref = f"{ref}:agent"
     if ":" in ref:
         obj = plugins.load_object(ref, what="agent")
     else:
@@ -128,6 +133,11 @@ def resolve_agent(ref: str) -> Callable[[], Any]:
             known = sorted(plugins.registered("tether.agents"))
             raise UsageError(f"unknown agent {ref!r}: give module:factory or path/to/file.py:factory"
                              + (f", or one of the registered agents: {', '.join(known)}" if known else ""))
+    from ..adapters import framework_agent
+
+    wrapped = framework_agent(obj)
+    if wrapped is not None:                      # a pydantic-ai / Agents SDK / LangChain agent, run unchanged
+        return lambda: wrapped
     if hasattr(obj, "run") and not isinstance(obj, type):
         return lambda: obj                       # an agent object: used as is
     if not callable(obj):
@@ -135,6 +145,7 @@ def resolve_agent(ref: str) -> Callable[[], Any]:
 
     def make() -> Any:
         agent = obj()
+        agent = framework_agent(agent) or agent
         if not hasattr(agent, "run"):
             raise UsageError(f"agent {ref!r}: the factory returned {type(agent).__name__}, which has no "
                              "async run(session, task) method")
@@ -164,7 +175,8 @@ async def run_trial(case: Case, model: Model | None = None, *, trial: int = 0, c
                             **(run_config.meta if run_config else {})})
     task = AgentTask(message=case.input.message, history=tuple(Turn(t.role, t.content, t.question)
                                                               for t in case.input.history),
-                     tools=toolset, system_prompt=run_cfg.system_prompt, max_steps=run_cfg.max_steps, case_id=case.id)
+                     tools=toolset, system_prompt=run_cfg.system_prompt, max_steps=run_cfg.max_steps, case_id=case.id,
+                     system_prompt_mode=config.system_prompt_mode)
     rid = run_id or f"{_slug(label)}-{guards_label}-{case.id}-t{trial}"
     try:
         result = await run_task(agent, task, user=user, config=run_cfg, run_id=rid, trial=trial)

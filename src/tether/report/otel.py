@@ -28,6 +28,7 @@ from __future__ import annotations
 import atexit
 import base64
 import json
+import re
 import os
 import time
 from typing import Any, Callable, Iterable
@@ -79,6 +80,14 @@ def _parts(m: Message) -> dict[str, Any]:
     return {"role": m.role, "parts": parts}
 
 
+def _model_and_provider(model: str, provider: Any = None) -> tuple[str, str]:
+    """(the requested model, the provider): a framework agent's request records both
+    (``params.provider``); tether's own spec strings are ``provider:model``."""
+    if isinstance(provider, str) and provider:
+        return model, provider
+    return model, model.split(":", 1)[0]
+
+
 class SpanWriter:
     """Turns one run's events into spans, as they come (live) or replayed (export).
     ``clock(event)`` gives each event's time in ns since the epoch."""
@@ -123,8 +132,9 @@ class SpanWriter:
         if isinstance(e, ModelRequestEvent):
             full = self.sent.get(e.role, [])[:e.keep] + list(e.messages)
             self.sent[e.role] = full
-            attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": e.model or self.model,
-                                     "gen_ai.provider.name": (e.model or self.model).split(":", 1)[0],
+            model, provider = _model_and_provider(e.model or self.model, (e.params or {}).get("provider"))
+            attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                                     "gen_ai.provider.name": provider,
                                      "tether.role": e.role, "tether.step": e.step}
             if self.content:
                 attrs["gen_ai.input.messages"] = _json([_parts(m) for m in full])
@@ -264,6 +274,22 @@ def disable_live() -> None:
         session_mod.EVENT_LISTENERS.remove(_LIVE["listener"])
     _LIVE["provider"].shutdown()
     _LIVE.clear()
+
+
+def export_live(t: Trajectory) -> bool:
+    """With live export on (``--otel``), export a run recorded elsewhere (a Ray
+    worker's trial, once the driver stored it) through the live provider."""
+    if not _LIVE:
+        return False
+    try:
+        base = time.time_ns() - int((t.events[-1].at_ms if t.events else 0) * 1e6)
+        writer = SpanWriter(_LIVE["provider"].get_tracer("tether"), lambda e: base + int(e.at_ms * 1e6))
+        started = t.started
+        for e in t:
+            writer.on(e, run_id=started.run_id if started else "", model=started.model if started else "")
+    except Exception:            # telemetry never breaks an eval
+        return False
+    return True
 
 
 def export_trajectory(t: Trajectory, *, exporter: Any = None, start_ns: int | None = None,
@@ -441,8 +467,63 @@ def _result_of(content: str) -> tuple[bool, Any, str | None]:
     return (not failed, None if failed else data, content if failed else None)
 
 
+_OI_INDEX = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$")
+
+
+def _openinference_messages(attrs: dict[str, Any], which: str) -> list[dict[str, Any]]:
+    """OpenInference's flattened ``llm.{input,output}_messages.N.message.*`` as GenAI semconv messages."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = _OI_INDEX.match(key)
+        if m is None or m.group(1) != which:
+            continue
+        msg = found.setdefault(int(m.group(2)), {"calls": {}})
+        rest = m.group(3)
+        call = _OI_CALL.match(rest)
+        if call is not None:
+            msg["calls"].setdefault(int(call.group(1)), {})[call.group(2)] = value
+        elif rest in ("role", "content", "tool_call_id", "name"):
+            msg[rest] = value
+    out = []
+    for _, msg in sorted(found.items()):
+        role = str(msg.get("role") or "user")
+        if role == "tool":
+            out.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": str(msg.get("tool_call_id") or ""),
+                                                   "response": str(msg.get("content") or "")}]})
+            continue
+        parts: list[dict[str, Any]] = [{"type": "text", "content": str(msg["content"])}] if msg.get("content") else []
+        for _, c in sorted(msg["calls"].items()):
+            parts.append({"type": "tool_call", "id": c.get("id"), "name": c.get("function.name", ""),
+                          "arguments": c.get("function.arguments") or "{}"})
+        out.append({"role": role, "parts": parts})
+    return out
+
+
+def _from_openinference(spans: list[dict[str, Any]]) -> None:
+    """OpenInference spans (Phoenix / Arize instrumentations): LLM spans read as
+    GenAI chat spans (messages, model, provider, usage); tool results come from
+    the next LLM span's input messages, as with chat-only GenAI traces."""
+    for sp in spans:
+        a = sp["attributes"]
+        if str(a.get("openinference.span.kind", "")).upper() != "LLM" or a.get("gen_ai.operation.name"):
+            continue
+        outputs = _openinference_messages(a, "output")
+        a.update({"gen_ai.operation.name": "chat",
+                  "gen_ai.request.model": str(a.get("llm.model_name") or "unknown"),
+                  "gen_ai.provider.name": str(a.get("llm.provider") or a.get("llm.system") or ""),
+                  "gen_ai.input.messages": json.dumps(_openinference_messages(a, "input"), ensure_ascii=False),
+                  "gen_ai.output.messages": json.dumps(outputs, ensure_ascii=False),
+                  "gen_ai.usage.input_tokens": int(a.get("llm.token_count.prompt") or 0),
+                  "gen_ai.usage.output_tokens": int(a.get("llm.token_count.completion") or 0),
+                  "tether.instrumentation": "openinference"})
+        if a.get("llm.finish_reason"):
+            a["gen_ai.response.finish_reasons"] = [str(a["llm.finish_reason"])]
+
+
 def trajectories_from_spans(spans: list[dict[str, Any]]) -> list[Trajectory]:
-    """One run per trace that has GenAI chat spans."""
+    """One run per trace that has GenAI chat spans (OpenInference LLM spans count as chat spans)."""
+    _from_openinference(spans)
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for sp in spans:
         by_trace.setdefault(sp["trace_id"], []).append(sp)
@@ -473,7 +554,8 @@ def _trajectory(trace_id: str, group: list[dict[str, Any]], chats: list[dict[str
                         case_id=(agent or {}).get("attributes", {}).get("tether.case_id"),
                         meta={"source": "otlp", "trace_id": trace_id,
                               "service": resource.get("service.name", ""),
-                              "instrumentation": "execute_tool spans" if tool_spans else "chat spans"}))
+                              "instrumentation": "openinference" if chats[0]["attributes"].get("tether.instrumentation")
+                              else "execute_tool spans" if tool_spans else "chat spans"}))
     sent: list[Message] = []
     usage = Usage()
     pending: dict[str, ToolCallEvent] = {}
@@ -555,7 +637,8 @@ def import_otlp(store: Any, text: str, *, path: str = "<otlp>") -> list[tuple[st
 
     runs = trajectories_from_spans(read_spans(text, path=path))
     if not runs:
-        raise CaseFileError([(FileLocation(path), "no GenAI chat spans (gen_ai.operation.name = chat) in this file")])
+        raise CaseFileError([(FileLocation(path), "no GenAI chat spans (gen_ai.operation.name = chat) and no "
+                                                  "OpenInference LLM spans in this file")])
     return [import_run(store, t.to_jsonl(), path=path) for t in runs]
 
 

@@ -47,6 +47,9 @@ class AgentTask:
     tools: ToolSet = field(default_factory=ToolSet)
     system_prompt: str | None = None
     max_steps: int = 30
+    # a framework agent's own instructions and the case's reference prompt (system_prompt):
+    # "agent" keeps the agent's (the case's only where the agent has none), "case" replaces, "both" adds
+    system_prompt_mode: str = "agent"
     case_id: str | None = None
 
 

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 from ..errors import ScriptExhausted, ScriptLeftover
 from ..messages import Decision, DecisionKind, ToolCallRequest
 
-__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_openai_server"]
+__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_openai_server", "insisting"]
 
 _CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
 
@@ -450,3 +450,19 @@ def fake_openai_server(**kwargs: Any) -> Iterator[FakeOpenAIServer]:
     """
     with FakeOpenAIServer(**kwargs) as server:
         yield server
+
+
+def insisting(tool: str, arguments: dict[str, Any], *, final: str = "I could not finish this.") -> Responder:
+    """A responder that keeps asking for the same call of ``tool`` (a stubborn
+    model), with a fresh call id each time; a request that offers no tools (a
+    guard's finish-up) gets ``final`` as its text answer."""
+    count = [0]
+
+    def respond(req: RecordedRequest) -> Decision:
+        count[0] += 1
+        if not req.tool_names:
+            return Decision(kind=DecisionKind.FINAL, text=final)
+        return Decision(kind=DecisionKind.TOOL_CALLS,
+                        tool_calls=[ToolCallRequest(id=f"call_{count[0]}", name=tool, arguments=arguments)])
+
+    return respond
