@@ -165,6 +165,8 @@ class LoopGuard(BaseGuard):
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
                                                                  #          its time (s), immediate retries]
     waited: int = -1                                             # index of the last wait-tool call
+    thinking_s: float = 0.0                                      # the agent's own model time so far (s)
+    thought_scanned: int = 0                                     # trajectory events read for it
     series: dict[str, list] = field(default_factory=dict)        # listing (sig without paging) -> [ended, past]
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
@@ -296,7 +298,7 @@ class LoopGuard(BaseGuard):
             if is_create_name(tool):
                 self._created(tool, parts)
         if kind == _POLL and not wait:
-            self._poll(sig, rkey, ctx.elapsed_s)
+            self._poll(sig, rkey, self._agent_seconds(ctx))
 
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
@@ -331,7 +333,7 @@ class LoopGuard(BaseGuard):
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
             if "retry_budget" in cfg.rules:
-                found = self._retry_budget(call, tool, index, ctx.elapsed_s)
+                found = self._retry_budget(call, tool, index, self._agent_seconds(ctx))
                 if found is not None:
                     return found
         elif self.retries and (ok or kind == _NORMAL):
@@ -723,6 +725,18 @@ class LoopGuard(BaseGuard):
             if st[1] <= 0:
                 del self.sigs[old[_SIG]]
 
+    def _agent_seconds(self, ctx: GuardContext) -> float:
+        """The time the agent's own model spent so far (the recorded latency of its
+        decisions): what "a retry made in quick succession" and "a poll with no wait"
+        are measured in. Not the wall clock: a trial waiting for the event loop, a
+        loaded machine or other concurrent trials must not change a verdict."""
+        events = ctx.trajectory.events
+        for event in events[self.thought_scanned:]:
+            if isinstance(event, ModelDecisionEvent) and event.role == "agent":
+                self.thinking_s += max(0.0, event.latency_ms) / 1000
+        self.thought_scanned = len(events)
+        return self.thinking_s
+
     def _read_questions(self, ctx: GuardContext) -> None:
         """Fold the questions to the user and their replies since the last look."""
         events = ctx.trajectory.events
@@ -744,6 +758,7 @@ class LoopGuard(BaseGuard):
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
                 "hinted": list(self.hinted), "trips": self.trips, "acted": dict(self.acted),
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
+                "thinking_s": self.thinking_s, "thought_scanned": self.thought_scanned,
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
@@ -766,6 +781,8 @@ class LoopGuard(BaseGuard):
         self.acted = dict(state.get("acted", {}))
         self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
         self.waited = int(state.get("waited", -1))
+        self.thinking_s = float(state.get("thinking_s", 0.0))
+        self.thought_scanned = int(state.get("thought_scanned", 0))
         self.series = {k: list(v) for k, v in state.get("series", {}).items()}
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
