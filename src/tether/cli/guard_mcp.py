@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -46,15 +45,15 @@ Examples:
 def mcp_command(
     command: Annotated[list[str], typer.Argument(help="the MCP server to start, after --: COMMAND ARGS...")],
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on (the reference stack), off, or a comma list such as loop,budget")] = "on",
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="id of the recorded run (default mcp-<random>)")] = None,
 ) -> None:
     with user_errors():
         from ..adapters.mcp_proxy import serve_stdio
-        from ..store import SQLiteStore
+        from ..store import open_store
 
         stack = guard_stack(guards)
-        db = SQLiteStore(store)
+        db = open_store(store)
         result = asyncio.run(serve_stdio(command, guards=stack(), guards_label=guards, store=db, run_id=run_id))
     # stdout is the MCP wire: the summary goes to stderr
     err_console.print(f"tether guard mcp: run {result.run_id} · {result.status} · {db.path}", highlight=False)

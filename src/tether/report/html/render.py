@@ -187,6 +187,6 @@ def render_trajectory_diff(base: Trajectory, new: Trajectory, *, nav: list[tuple
 
 
 def render_index(*, evals: list[dict], runs: list[dict], stats: dict[str, Any], store: str,
-                 nav: list[tuple[str, str]], query: dict[str, str]) -> str:
+                 nav: list[tuple[str, str]], query: dict[str, str], page: dict[str, Any] | None = None) -> str:
     return _page("index.html.j2", evals=evals, runs=runs, m=stats, store=store, title="runs · tether",
-                 lang="en", home="index", nav=nav, subtitle=store, query=query)
+                 lang="en", home="index", nav=nav, subtitle=store, query=query, page=page)
