@@ -160,6 +160,14 @@ class PostgresStore:
         with self._lock:
             self._db.close()
 
+    def __del__(self) -> None:             # a store dropped without close(): close its connection quietly
+        db = getattr(self, "_db", None)
+        if db is not None and not db.closed:
+            try:
+                db.close()
+            except Exception:              # noqa: BLE001 - the interpreter may be shutting down
+                pass
+
     def _q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         with self._lock, self._checked():
             cur = self._db.execute(pg(sql), tuple(params))
