@@ -44,7 +44,7 @@ def guard_check_command(
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
-    store: Annotated[Optional[Path], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     with user_errors():
         t, source = load_trace_or_run(trace, store)
