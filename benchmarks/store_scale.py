@@ -143,12 +143,20 @@ def build(store: Any, template: Template, runs: int, now: float) -> tuple[int, f
     return copies * len(template.runs), time.perf_counter() - started
 
 
-def median(fn: Callable[[], Any], n: int = 3) -> float:
-    times = []
+CPU: dict[str, float] = {}          # what each timing cost in this process's CPU time (median)
+
+
+def median(fn: Callable[[], Any], n: int = 3, key: str | None = None) -> float:
+    """Median wall-clock seconds of ``fn``; its median CPU seconds go to CPU[key] (on a busy
+    machine the wall clock waits for a core; the CPU time is what the work itself costs)."""
+    times, cpus = [], []
     for _ in range(n):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    if key:
+        CPU[key] = statistics.median(cpus)
     return statistics.median(times)
 
 
@@ -183,17 +191,26 @@ def measure(where: str, sqlite_path: Path | None) -> dict[str, Any]:
     some = store.list_runs(1, eval_id=eval_id)[0]
     out: dict[str, Any] = {"runs": info["runs"], "evals": info["evals"], "size": info["size"]}
     cli("runs", "list", "--store", where)()                 # warm
-    out["runs list"] = median(cli("runs", "list", "--store", where))
-    out["runs show RUN"] = median(cli("runs", "show", some["run_id"], "--store", where))
-    out["runs list --eval ID"] = median(cli("runs", "list", "--eval", eval_id, "--store", where))
-    out["stats"] = median(cli("stats", "--store", where))
-    out["viewer index (server)"] = median(lambda: Viewer(store).index({}))
-    out["viewer eval page (server)"] = median(lambda: Viewer(store).eval_report(eval_id))
+    CPU.clear()
+    out["runs list"] = median(cli("runs", "list", "--store", where), key="runs list")
+    out["runs show RUN"] = median(cli("runs", "show", some["run_id"], "--store", where), key="runs show RUN")
+    out["runs list --eval ID"] = median(cli("runs", "list", "--eval", eval_id, "--store", where),
+                                        key="runs list --eval ID")
+    out["stats"] = median(cli("stats", "--store", where), key="stats")
+    out["viewer index (server)"] = median(lambda: Viewer(store).index({}), key="viewer index (server)")
+    out["viewer eval page (server)"] = median(lambda: Viewer(store).eval_report(eval_id),
+                                              key="viewer eval page (server)")
     if sqlite_path is not None:
+        import resource
+
         evict(sqlite_path)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run([*TETHER, "runs", "list", "--store", where], check=True, capture_output=True)
         out["cold first command (process)"] = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU["cold first command (process)"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out["cpu"] = dict(CPU)
     store.close()
     return out
 
@@ -220,12 +237,17 @@ def startup() -> float:
     return median(lambda: subprocess.run([*TETHER, "--help"], check=True, capture_output=True))
 
 
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--postgres", help="a PostgreSQL server URL; the store goes in a new schema there")
     ap.add_argument("--keep", type=Path, help="build the stores in this folder and keep them")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL even if --postgres is given")
     args = ap.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="tether-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -239,7 +261,7 @@ def main() -> None:
     for p in (big, Path(f"{big}-wal"), Path(f"{big}-shm")):
         p.unlink(missing_ok=True)
     targets.append(("sqlite", str(big), big))
-    if args.postgres:
+    if args.postgres and not args.sqlite_only:
         import psycopg
 
         schema = f"scale_{os.getpid()}"
@@ -256,7 +278,8 @@ def main() -> None:
             store._db.execute("ANALYZE")        # fresh statistics, as autovacuum would give them
         store.close()
         print(f"{backend}: measuring", file=sys.stderr)
-        numbers = measure(where, path)
+        numbers = {"load average": load_average()}
+        numbers |= measure(where, path)
         numbers["build"] = took
         numbers |= prune_and_vacuum(where)
         report[backend] = numbers
@@ -271,14 +294,24 @@ def print_table(report: dict[str, Any]) -> None:
     first = report[backends[0]]
     print(f"\n{first['runs']:,} runs, {first['evals']:,} evals (copies of one `tether eval c4`: "
           f"{report['seed']['runs']} runs); python start-up {report['python start-up (tether --help)']:.2f} s\n")
+    print("wall-clock seconds, median of 3; in parentheses the CPU time of the tether process (for PostgreSQL "
+          "the server's own CPU is not in it)\n")
     print("| | " + " | ".join(backends) + " |")
     print("|---|" + "---:|" * len(backends))
     keys = ["runs list", "runs show RUN", "runs list --eval ID", "stats", "viewer index (server)",
             "viewer eval page (server)", "cold first command (process)", "build", "prune", "vacuum",
             "check (full scan)"]
     for key in keys:
-        cells = [f"{report[b][key]:.3f} s" if key in report[b] else "-" for b in backends]
+        cells = []
+        for b in backends:
+            if key not in report[b]:
+                cells.append("-")
+                continue
+            cpu = report[b].get("cpu", {}).get(key)
+            cells.append(f"{report[b][key]:.3f} s" + (f" (cpu {cpu:.3f} s)" if cpu is not None else ""))
         print(f"| {key} | " + " | ".join(cells) + " |")
+    print("| load average (1 min) at the start | " + " | ".join(f"{report[b]['load average']:.1f}"
+                                                               for b in backends) + " |")
     for key in ("size before", "size after"):
         print(f"| {key} | " + " | ".join(f"{report[b][key] / 2**20:,.0f} MiB" for b in backends) + " |")
     for key in ("runs before", "runs after"):

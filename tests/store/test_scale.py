@@ -158,3 +158,20 @@ def test_a_damaged_page_is_found_by_store_check(sqlite_filled):
     res = invoke("store", "check", "--store", sqlite_filled)
     assert res.exit_code == 2 and "damaged" in res.output and sqlite_filled in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def test_tether_store_names_the_store_and_no_password_is_shown(filled, monkeypatch):
+    monkeypatch.setenv("TETHER_STORE", filled)
+    out = invoke("runs", "list", "--limit", "1").output
+    assert "1 of 5 run(s)" in out and filled.split("?")[0] in out
+    from tether.store.connect import redact, store_spec
+
+    assert store_spec("postgresql://u@h:5432/db") == "postgresql://u@h:5432/db"      # not folded like a path
+    assert redact("postgresql://tether:s3cret@db.internal/tether") == "postgresql://tether@db.internal/tether"
+
+
+def test_a_store_url_that_cannot_be_reached_is_one_clear_line():
+    pytest.importorskip("psycopg")
+    res = invoke("runs", "list", "--store", "postgresql://nobody:s3cret@127.0.0.1:1/none")
+    assert res.exit_code == 2 and "cannot be reached" in res.output and "s3cret" not in res.output
+    assert "Traceback" not in res.output
