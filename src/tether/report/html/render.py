@@ -137,13 +137,17 @@ def _guard_rows(report: Report, diffs: list[dict[str, Any]]) -> dict[str, list[d
 
 
 def render_report(report: Report, *, results_diff: Any = None, source: str = "",
-                  checkpoints: dict[str, dict] | None = None, nav: list[tuple[str, str]] | None = None) -> str:
-    """The whole report as one HTML document."""
+                  checkpoints: dict[str, dict] | None = None, nav: list[tuple[str, str]] | None = None,
+                  run_links: bool = False) -> str:
+    """The whole report as one HTML document. ``run_links`` (the viewer): each trial's
+    transcript is a link to its own page (``/run/ID``) instead of being inlined, so the
+    page costs what the eval's results cost, not what every transcript does."""
     runs = report.results.runs
     diffs: list[dict[str, Any]] = []
     guard_rows = _guard_rows(report, diffs)
-    extras = {v.key: transcript_extra(v.transcript, (checkpoints or {}).get(v.run_id or ""))
-              for v in report.trials.values() if v.transcript is not None}
+    extras = {} if run_links else {
+        v.key: transcript_extra(v.transcript, (checkpoints or {}).get(v.run_id or ""))
+        for v in report.trials.values() if v.transcript is not None}
     from markupsafe import Markup
 
     crumbs = {v.key: Markup('<a href="#overview">overview</a> › <a href="#case-{0}">{0}</a> › {1} · guards {2} · trial {3} · '
@@ -161,7 +165,7 @@ def render_report(report: Report, *, results_diff: Any = None, source: str = "",
         errors=report.errors(), faults=report.faults(),
         all_metrics=report.run_metrics(), run_metrics=[report.run_metrics(r) for r in runs],
         guard_groups=report.guard_groups(), guard_rows=guard_rows, charts=_chart_data(report),
-        extras=extras, diffs=diffs, crumbs=crumbs, short=SHORT, results_diff=results_diff,
+        extras=extras, diffs=diffs, crumbs=crumbs, short=SHORT, results_diff=results_diff, run_links=run_links,
     )
 
 

@@ -68,9 +68,9 @@ class Viewer:
             if key not in self._reports:
                 results = Results.model_validate(found["results"])
                 report = build_report(results, store=self.store)
-                checkpoints = {v.run_id: self._checkpoints(v.run_id) for v in report.trials.values() if v.run_id}
+                checkpoints: dict = {}          # shown on each run's own page (/run/ID)
                 self._reports[key] = render_report(report, source=f"store {self.store.where}",
-                                                   nav=NAV + NAV_REPORT, checkpoints=checkpoints)
+                                                   nav=NAV + NAV_REPORT, checkpoints=checkpoints, run_links=True)
             return self._reports[key]
 
     def _checkpoints(self, run_id: str) -> dict | None:
