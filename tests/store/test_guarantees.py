@@ -243,3 +243,27 @@ def test_two_racing_approvals_one_decision_one_resume(store_url, tmp_path, repet
     decided = [a for a in store.approvals("p1") if a["decided_by"] in ("alice", "bob")]
     assert len(decided) == 1 and decided[0]["decided_by"] == winner
     assert [e["type"] for e in store.events("p1")].count("run_finished") >= 1
+
+
+@pytest.mark.slow
+def test_ray_workers_write_their_runs_into_a_shared_postgresql_store(new_store_url, tmp_path):
+    """``tether eval c4 --executor ray --store postgresql://...``: each worker writes its
+    runs to the store itself; the driver checks every one is there with its digest."""
+    pytest.importorskip("ray")
+    url = new_store_url("postgresql")
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-m", "tether.cli", "eval", "c4", "--model", "policy:steady",
+                           "--executor", "ray", "--store", url, "--json", "results.json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stdout[-800:] + done.stderr[-800:]
+    store = open_store(url)
+    runs = store.list_runs(100)
+    assert len(runs) == 16 and all(r["digest"] and r["steps"] is not None for r in runs)
+    from tether.evals.results import Results
+
+    results = Results.model_validate_json((tmp_path / "results.json").read_text(encoding="utf-8"))
+    pinned = {t.run_id: t.digest for _, _, t in results.trials()}
+    assert pinned == {r["run_id"]: r["digest"] for r in runs}
+    report = subprocess.run([sys.executable, "-m", "tether.cli", "report", "results.json", "--html", "r.html"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0 and (tmp_path / "r.html").stat().st_size > 10_000, report.stdout + report.stderr

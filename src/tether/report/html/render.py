@@ -93,8 +93,8 @@ def _chart_data(report: Report) -> dict[str, str]:
                           if c and c["rate"] is not None and c["low"] is not None else None)
         series.append((label, values))
     cost = [(label, [v.cost for v in report.views(r) if v.cost is not None]) for r, label in zip(runs, labels)]
-    tokens = [(label, [float(v.transcript.totals["input_tokens"] + v.transcript.totals["output_tokens"])
-                       for v in report.views(r) if v.transcript is not None]) for r, label in zip(runs, labels)]
+    tokens = [(label, [float(v.tokens) for v in report.views(r) if v.tokens is not None])
+              for r, label in zip(runs, labels)]
     steps = [(label, [float(v.trial.counters.steps) for v in report.views(r)]) for r, label in zip(runs, labels)]
     return {"legend": charts.legend(labels),
             "rates": charts.rate_bars(dims, series, title="rate per dimension with 95% Wilson intervals"),
@@ -119,8 +119,7 @@ def _guard_rows(report: Report, diffs: list[dict[str, Any]]) -> dict[str, list[d
                 verdicts.append(str(case.verdict))
                 n = len(views)
                 costs = [v.cost for v in views if v.cost is not None]
-                tokens = [v.transcript.totals["input_tokens"] + v.transcript.totals["output_tokens"]
-                          for v in views if v.transcript is not None]
+                tokens = [v.tokens for v in views if v.tokens is not None]
                 cells.append({"tokens": sum(tokens) / len(tokens) if tokens else None, "verdict": case.verdict, "statuses": ", ".join(sorted({v.trial.status for v in views})),
                               "calls": sum(v.trial.counters.tool_calls for v in views) / n,
                               "trips": sum(v.trial.counters.guard_trips for v in views) / n,
