@@ -148,7 +148,7 @@ def test_runs_list_filters(store_with_evals, args, expected):
 
 def test_runs_list_limit_and_no_match(store_with_evals):
     out = invoke("runs", "list", "--store", store_with_evals, "--limit", "2").output
-    assert "2 of 5 run(s)" in out and "--limit shows more" in out
+    assert "2 of 5 run(s)" in out and "older ones: --before " in out
     none = invoke("runs", "list", "--store", store_with_evals, "--eval", "e-nothing").output
     assert "no runs in" in none and "matching eval e-nothing" in none
 

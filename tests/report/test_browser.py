@@ -72,14 +72,17 @@ def _save(page, tmp: Path, name: str) -> Path:
     return path
 
 
-def _overview_to_guard_trip(page, tmp: Path, prefix: str) -> None:
+def _overview_to_guard_trip(page, tmp: Path, prefix: str, run_page: bool = False) -> None:
     """From the overview, click a stubborn C4-LD-01 trial under guards on; its
-    transcript shows the loop guard's trip."""
+    transcript shows the loop guard's trip (in the viewer, on the run's own page)."""
     assert page.locator("#overview.on").is_visible()
     assert page.locator("#matrix").get_by_text("policy:stubborn").first.is_visible()
     _save(page, tmp, f"{prefix}-overview")
     chip = page.locator('#cases-table a.v[data-model="policy:stubborn"][data-guards="on"][href*="C4-LD-01"]').first
     chip.click()
+    if run_page:
+        page.wait_for_url(re.compile(r"/run/"))
+        page.wait_for_load_state()
     section = page.locator("section.page.on")
     assert "C4-LD-01" in section.locator("h1").inner_text()
     trip = section.locator(".ev-guard").first
@@ -135,7 +138,7 @@ def test_view_serves_the_store_in_chromium(evaluated, browser, tmp_path):
         _save(page, tmp_path, "view-index")
         page.locator("#evals a").first.click()
         page.wait_for_load_state()
-        _overview_to_guard_trip(page, tmp_path, "view")
+        _overview_to_guard_trip(page, tmp_path, "view", run_page=True)
         # one run on its own page, and two runs side by side
         page.goto(url)
         boxes = page.locator('#runs input[type=checkbox]')

@@ -23,7 +23,7 @@ from tether.messages import Decision
 from tether.models import FunctionModel
 from tether.runtime import RunConfig, run_agent
 from tether.runtime.durable import resume_agent
-from tether.store import SQLiteStore
+from tether.store import open_store
 from tether.tools import Tool, ToolResult, ToolSet, tool
 
 KILL_AT = os.environ.get("KILL_AT", "")
@@ -113,17 +113,24 @@ def decide(request):
     return Decision.final("退款已提交，已通知用户并创建工单。")
 
 
-class KillingStore(SQLiteStore):
-    """Dies right after the batch holding event N was persisted (events are
-    written with each checkpoint, and at the end of the run)."""
+class KillingStore:
+    """Any store (a SQLite file or a postgresql:// URL) that dies right after the batch
+    holding event N was persisted (events are written with each checkpoint, and at the
+    end of the run)."""
+
+    def __init__(self, where):
+        self._inner = open_store(where)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
 
     def append_events(self, run_id, events):
-        super().append_events(run_id, events)
+        self._inner.append_events(run_id, events)
         for seq, _ in events:
             maybe_die(f"event:{seq}")
 
     def save_checkpoint(self, run_id, step, phase, event_count, state, events=()):
-        n = super().save_checkpoint(run_id, step, phase, event_count, state, events)
+        n = self._inner.save_checkpoint(run_id, step, phase, event_count, state, events)
         for seq, _ in events:
             maybe_die(f"event:{seq}")
         return n

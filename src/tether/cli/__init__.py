@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     "report": ("report", "report_command", "command", "Write a results file as one self-contained HTML report.", "HELP"),
     "view": ("view", "view_command", "command", "Serve the store's runs and evals as web pages on 127.0.0.1.", "HELP"),
     "stats": ("stats", "stats_command", "command", "Run metrics over the store: completion, steps, loops, cost.", "HELP"),
+    "store": ("store", "app", "group", "The store itself: info, check, prune, vacuum, copy (SQLite or PostgreSQL).", None),
 }
 
 ROOT_HELP = """Keep LLM tool-using agents on a short leash: guard them, test them, measure their stability.

@@ -157,7 +157,7 @@ def tools(
     "Example:  tether case from-trace C4-LD-01-3f2a1c -o ld01-from-run.yaml"))
 def from_trace(
     run: Annotated[str, typer.Argument(help="a run id in the store, or a trace file (.jsonl)")],
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the case here (default: print it)")] = None,
     case_id: Annotated[Optional[str], typer.Option("--id", help="the new case's id (default: derived from the run)")] = None,
 ) -> None:

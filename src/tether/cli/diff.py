@@ -77,7 +77,7 @@ def diff_command(
     side_effect: Annotated[Optional[list[str]], typer.Option("--side-effect", help="a side-effecting tool name, repeatable (adds to the default prefixes)")] = None,
     baseline: Annotated[Optional[str], typer.Option(help="diff NEW against the latest accepted baseline of this name")] = None,
     baseline_dir: Annotated[Path, typer.Option(help="where baselines are kept")] = Path("tether-baselines"),
-    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one each results document names)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the store holding the runs (default: the one each results document names)")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the diff and violations as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary and violations only")] = False,
 ) -> None:
@@ -155,7 +155,7 @@ def accept_command(
     reason: Annotated[str, typer.Option("--reason", "-r", help="why the differences from the previous baseline are accepted", show_default=False)],
     name: Annotated[Optional[str], typer.Option(help="baseline name (default: the suite)")] = None,
     directory: Annotated[Path, typer.Option("--dir", help="where baselines are kept")] = Path("tether-baselines"),
-    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
 ) -> None:
     with user_errors():
         entry = accept_baseline(results, reason=reason, name=name, directory=directory, store=store)

@@ -75,7 +75,7 @@ def eval_command(
     system_prompt: Annotated[SystemPromptMode, typer.Option("--system-prompt", help="a framework agent's prompt: agent (its own instructions; the case's reference prompt only where it has none), case (the case's instead), both")] = SystemPromptMode.agent,
     trials: Annotated[int, typer.Option(min=1, max=MAX_TRIALS, help="trials per case; pass^k is reported per case")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="trials running at once")] = 8,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
     out: Annotated[Optional[Path], typer.Option(help="also export every run here as <run_id>.jsonl (a copy; score and diff read the store)")] = None,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the versioned results document here")] = None,
     fail_under: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="exit 1 when any model's automatic pass rate (cases whose automatic criteria all pass / cases with automatic criteria) is below this")] = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -43,23 +42,23 @@ def gateway_command(
     stop_reply: Annotated[str | None, typer.Option(help="answer a stop with this text instead of asking the model for a finish-up")] = None,
     timeout: Annotated[float, typer.Option(min=1, help="seconds the upstream has to answer one request")] = 600.0,
     exempt: Annotated[list[str] | None, typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
-    store: Annotated[Path | None, typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[str | None, typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     with user_errors():
         from ..errors import UsageError
         from ..gateway._http import serve
         from ..gateway.llm import GatewayConfig, gateway_app
         from ..guards.stacks import gateway_stack
-        from ..store import SQLiteStore
+        from ..store import open_store
         from ._harness import parse_budget
 
         if not upstream.startswith(("http://", "https://")):
             raise UsageError(f"--upstream {upstream!r}: expected an http:// or https:// URL such as "
                              "https://api.openai.com/v1")
         stack = gateway_stack(guards, parse_budget(budget) if budget else None, exempt or ())
-        db = SQLiteStore(store)
+        db = open_store(store)
         config = GatewayConfig(upstream=upstream, guards=stack, guards_label=f"{guards}+budget" if budget else guards,
                                store=db, stop_reply=stop_reply, timeout=timeout)
         err_console.print(f"tether gateway: http://{host}:{port}/v1 -> {upstream} · guards {config.guards_label} · "
-                          f"store {db.path}", highlight=False)
+                          f"store {db.where}", highlight=False)
         serve(gateway_app(config), host, port)

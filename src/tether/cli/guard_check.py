@@ -60,7 +60,7 @@ def guard_check_command(
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
-    store: Annotated[Optional[Path], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
     eval_id: Annotated[Optional[str], typer.Option("--eval", help="with a store and no run: only the runs of this evaluation")] = None,
     limit: Annotated[int, typer.Option(help="with many runs: at most this many (the newest first in a store)")] = 10_000,
 ) -> None:

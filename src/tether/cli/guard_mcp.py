@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -62,7 +61,7 @@ def mcp_command(
     listen: Annotated[str | None, typer.Option(help="serve Streamable HTTP on HOST:PORT instead of stdio")] = None,
     upstream: Annotated[str | None, typer.Option(help="a Streamable HTTP MCP server's URL, instead of COMMAND")] = None,
     exempt: Annotated[list[str] | None, typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
-    store: Annotated[Path | None, typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[str | None, typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[str | None, typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn)")] = None,
 ) -> None:
     with user_errors():
@@ -71,7 +70,7 @@ def mcp_command(
         from ..gateway.mcp_upstream import HttpUpstream, StdioUpstream
         from ..gateway.windows import GuardWindows
         from ..ids import check_id
-        from ..store import SQLiteStore
+        from ..store import open_store
         from ._harness import parse_budget
 
         if bool(command) == bool(upstream):
@@ -83,7 +82,7 @@ def mcp_command(
             check_id(run_id, "run id")
         stack = gateway_stack(guards, parse_budget(budget) if budget else None, exempt or ())
         label = f"{guards}+budget" if budget else guards
-        db = SQLiteStore(store)
+        db = open_store(store)
         windows = GuardWindows(guards=stack, guards_label=label, store=db, idle=idle, base_id=run_id,
                                meta={"gateway": "mcp", "server": list(command or []) or upstream,
                                      "budget": budget})
@@ -102,7 +101,7 @@ def mcp_command(
 
             host, port = parse_listen(listen)
             err_console.print(f"tether guard mcp: serving Streamable HTTP on http://{host}:{port}/mcp "
-                              f"(windows {windows.base_id}-w*, store {db.path})", highlight=False)
+                              f"(windows {windows.base_id}-w*, store {db.where})", highlight=False)
             serve(mcp_app(connect, windows=windows, call_timeout=call_timeout), host, port)
         else:
             try:
@@ -111,4 +110,4 @@ def mcp_command(
                 windows.close("interrupted")
     # stdout is the MCP wire: the summary goes to stderr
     runs = ", ".join(windows.run_ids) or "no tool calls"
-    err_console.print(f"tether guard mcp: {len(windows.run_ids)} window(s): {runs} · {db.path}", highlight=False)
+    err_console.print(f"tether guard mcp: {len(windows.run_ids)} window(s): {runs} · {db.where}", highlight=False)

@@ -28,7 +28,7 @@ def report_command(
     results: Annotated[Path, typer.Argument(help="the results document (tether eval --json)")],
     html: Annotated[Path, typer.Option("--html", help="write the HTML report here")] = Path("report.html"),
     against: Annotated[Optional[Path], typer.Option(help="a base results file: add a diff page (base -> this)")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the store holding the trials' runs (default: the one the results name)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the store holding the trials' runs (default: the one the results name)")] = None,
 ) -> None:
     from ..report.html import write_report
 

@@ -14,7 +14,8 @@ from ..evals.runner import REFERENCE_SYSTEM_PROMPT, case_world
 from ..models import resolve_model
 from ..runtime import RunConfig
 from ..runtime.durable import resume_agent
-from ..store import SQLiteStore
+from ..store import open_store
+from ..store.protocol import Store
 from ._common import console, user_errors
 from ._harness import RunSpec, find_case
 from .run import finish
@@ -47,10 +48,10 @@ Examples:
   tether approve C4-PA-01-3f2a1c --no-resume        # record the decision only
 """
 
-StoreOpt = Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")]
+StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 
 
-def _continue(db: SQLiteStore, run_id: str, approver: str | None, trace: Path | None) -> None:
+def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None) -> None:
     with user_errors():
         run = db.get_run(run_id)
         if run is None:
@@ -72,7 +73,7 @@ def resume_command(
     approver: Annotated[Optional[str], typer.Option(help="override who approves further calls: deferred, cli, deny, allow")] = None,
     trace: Annotated[Optional[Path], typer.Option(help="save the whole trace (JSON Lines) here")] = None,
 ) -> None:
-    _continue(SQLiteStore(store), run_id, approver, trace)
+    _continue(open_store(store), run_id, approver, trace)
 
 
 def approve_command(
@@ -88,7 +89,7 @@ def approve_command(
     approver: Annotated[Optional[str], typer.Option(help="who approves further calls when the run continues: deferred, cli, deny, allow")] = None,
     store: StoreOpt = None,
 ) -> None:
-    db = SQLiteStore(store)
+    db = open_store(store)
     with user_errors():
         if db.get_run(run_id) is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")

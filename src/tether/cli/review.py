@@ -46,7 +46,7 @@ def export_command(
     results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="a results document (tether eval / score --json)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="the review file to write")] = Path("review.yaml"),
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs, for the excerpts (default: the one the results name)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the store holding the runs, for the excerpts (default: the one the results name)")] = None,
 ) -> None:
     with user_errors():
         results = load_results(results_path)

@@ -23,7 +23,8 @@ from ..events import (
 )
 from ..models import resolve_model
 from ..runtime import RunConfig
-from ..store import SQLiteStore
+from ..store import open_store
+from ..store.protocol import Store
 from ..status import TerminalStatus
 from ._common import MAX_STEPS, console, user_errors
 from ._harness import RunSpec, find_case
@@ -62,7 +63,7 @@ def run_command(
     approver: Annotated[str, typer.Option(help="who approves: deferred (pause; decide with `tether approve`), cli (ask here), deny, allow")] = "deferred",
     trace: Annotated[Optional[Path], typer.Option(help="save the trace (JSON Lines) here")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, max=MAX_STEPS, help="override the case's step cap")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="run id (default: generated)")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="export the run live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether\\[otel])")] = False,
 ) -> None:
@@ -74,7 +75,7 @@ def run_command(
         the_case = find_case(case)
         stack = spec.guards_list()
         m = resolve_model(model)
-        db = SQLiteStore(store)
+        db = open_store(store)
         run_cfg = RunConfig(store=db, approvals=spec.gate(), meta=spec.meta())
         if run_id is not None:
             from ..ids import check_id
@@ -86,7 +87,7 @@ def run_command(
     finish(result, db, trace, f"verdict {tr.verdict} (auto {tr.auto_verdict})")
 
 
-def finish(result, db: SQLiteStore, trace: Path | None, extra: str = "") -> None:
+def finish(result, db: Store, trace: Path | None, extra: str = "") -> None:
     """Print the run and exit with the code its ending calls for."""
     render_trajectory(result.trajectory)
     if trace:
@@ -98,7 +99,7 @@ def finish(result, db: SQLiteStore, trace: Path | None, extra: str = "") -> None
                                     f"{a['reason']}\n  decide with: tether approve {result.run_id}"), highlight=False)
     console.print(Text.assemble(("run ", "bold"), result.run_id, " · status ",
                                 (str(result.status), _status_style(result.status)), f" · {extra}" if extra else "",
-                                f" · store {db.path}"), highlight=False)
+                                f" · store {db.where}"), highlight=False)
     if result.status in CLEAN:
         return
     raise typer.Exit(3 if result.status in GUARDED else 1)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import UsageError
-from ..store import SQLiteStore
+from ..store import open_store
 from ..store.export import export_run, import_run, load_run
 from ._common import console, err_console, user_errors
 from ._transcript import render_transcript
@@ -27,7 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-StoreOpt = Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")]
+StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 _GLOB = "(a glob: * and ? match)"
 
 
@@ -54,11 +54,20 @@ def list_runs(
     case: Annotated[Optional[str], typer.Option(help=f"runs of this case {_GLOB}")] = None,
     status: Annotated[Optional[str], typer.Option(help=f"running, completed, error, ... {_GLOB}")] = None,
     kind: Annotated[Optional[str], typer.Option(help=f"run, eval, replay, cassette, import, mcp, plan {_GLOB}")] = None,
+    before: Annotated[Optional[str], typer.Option(help="the next page: the runs older than this run (the last "
+                                                       "line names it)", metavar="RUN")] = None,
 ) -> None:
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
-        db = SQLiteStore(store, read_only=True)
-        runs = db.list_runs(limit, **filters)
+        db = open_store(store, read_only=True)
+        cursor = None
+        if before is not None:
+            cursor = db.run_cursor(before)
+            if cursor is None:
+                raise UsageError(f"--before {before!r}: no such run in {db.where} (tether runs list)")
+        runs = db.list_runs(limit + 1, before=cursor, **filters)
+        more = len(runs) > limit
+        runs = runs[:limit]
         total = db.count_runs(**filters)
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
     for why in db.skipped:
@@ -79,9 +88,9 @@ def list_runs(
                          rows):
         console.print(Text(line), highlight=False, soft_wrap=True)
     listed = len(runs) + len(db.skipped)
-    shown = f"{len(runs)} of {total} run(s)" if total > listed else f"{len(runs)} run(s)"
-    console.print(f"{shown} in {db.path}" + (f" matching {said}" if said else "")
-                  + ("; --limit shows more" if total > len(runs) else ""), highlight=False)
+    shown = f"{len(runs)} of {total} run(s)" if total > listed or before else f"{len(runs)} run(s)"
+    console.print(f"{shown} in {db.where}" + (f" matching {said}" if said else "")
+                  + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""), highlight=False, soft_wrap=True)
 
 
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
@@ -99,7 +108,7 @@ def show_run(
     with user_errors():
         if messages not in ("full", "new", "none"):
             raise UsageError(f"--messages {messages!r}: use full, new or none")
-        db = SQLiteStore(store, read_only=True)
+        db = open_store(store, read_only=True)
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
@@ -145,7 +154,7 @@ def export_command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
 ) -> None:
     with user_errors():
-        text = export_run(SQLiteStore(store), run_id)
+        text = export_run(open_store(store), run_id)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -173,7 +182,7 @@ def import_command(
             from ..inputs import read_text
 
             text, where = read_text(Path(file), "run export"), file
-        db = SQLiteStore(store)
+        db = open_store(store)
         if otel:
             from ..report.otel import import_otlp
 
@@ -200,4 +209,4 @@ def export_otel_command(
     from ..report.otel import export_stored_run
 
     with user_errors():
-        console.print(export_stored_run(SQLiteStore(store), run_id, file), highlight=False, soft_wrap=True)
+        console.print(export_stored_run(open_store(store), run_id, file), highlight=False, soft_wrap=True)

@@ -103,7 +103,7 @@ def score_command(
     judge_samples: Annotated[int, typer.Option("--judge-samples", min=1, max=MAX_JUDGE_SAMPLES, help="judge each criterion N times; any disagreement gives unclear")] = 1,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="write the re-scored results document here")] = None,
     cases: Annotated[Optional[list[str]], typer.Option("--cases", help="where the cases are (default: the built-in suite the results name), repeatable")] = None,
-    store: Annotated[Optional[Path], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the store holding the runs (default: the one the results name)")] = None,
     cache_dir: Annotated[Path, typer.Option(help="judge answer cache (JSON Lines)")] = DEFAULT_CACHE_DIR,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="ask the judge again, do not read or write the cache")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY, help="judge requests at once")] = 4,

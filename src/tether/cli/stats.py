@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -45,18 +44,18 @@ def stats_command(
     kind: Annotated[Optional[str], typer.Option(help="only runs of this kind: run, eval, import, ...")] = None,
     eval_id: Annotated[Optional[str], typer.Option("--eval", help="only the trials of this eval")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the metrics as JSON")] = False,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     from ..report.metrics import KEYS, compute, parse_since
-    from ..store import SQLiteStore
+    from ..store import open_store
 
     with user_errors():
-        db = SQLiteStore(store)
+        db = open_store(store, read_only=True)
         m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
     if json_out:
         typer.echo(json.dumps(m, ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"run metrics · {m['runs']} run(s) in {db.path}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=f"run metrics · {m['runs']} run(s) in {db.where}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key in KEYS:

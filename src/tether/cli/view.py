@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -25,20 +24,20 @@ Examples:
 
 def view_command(
     port: Annotated[int, typer.Option(min=0, max=65535, help="port on 127.0.0.1 (0: any free port)")] = 8765,
-    store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
+    store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     from ..report.html.server import make_server
-    from ..store import SQLiteStore
+    from ..store import open_store
 
     with user_errors():
-        db = SQLiteStore(store)
+        db = open_store(store, read_only=True)
         try:
             server = make_server(db, port)
         except OSError as exc:
             from ..errors import UsageError
             raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     host, bound = server.server_address[:2]
-    console.print(f"tether view: http://{host}:{bound}/ (store {db.path}; Ctrl-C stops)", highlight=False,
+    console.print(f"tether view: http://{host}:{bound}/ (store {db.where}; Ctrl-C stops)", highlight=False,
                   soft_wrap=True)
     import sys
     sys.stdout.flush()

@@ -215,26 +215,39 @@ def _import_ray():
     return ray
 
 
-def run_chunk(plan: Plan, jobs: Sequence[TrialJob]) -> list[tuple[TrialJob, dict, str]]:
-    """A Ray task's body: run ``jobs`` concurrently without a store and return,
-    per trial, (job, the TrialResult as JSON, the run's events as JSONL)."""
+def run_chunk(plan: Plan, jobs: Sequence[TrialJob], store_url: str | None = None) -> list[tuple[TrialJob, dict, str]]:
+    """A Ray task's body: run ``jobs`` concurrently and return, per trial, (job, the
+    TrialResult as JSON, the run's events as JSONL). Given a shared store's URL
+    (PostgreSQL), the worker writes each run there itself, as it finishes."""
 
     async def main() -> list[tuple[TrialJob, dict, str]]:
         sem = asyncio.Semaphore(max(1, plan.config.concurrency))
         makers = {label: s.factory() for label, s in plan.subjects.items()}
+        writer = None
+        if store_url is not None:
+            from ..store import open_store
+
+            writer = RunWriter(open_store(store_url))
 
         async def one(job: TrialJob):
             async with sem:
                 tr, result = await _one_trial(plan, job, makers[job.label])
+            if writer is not None:
+                writer.put(result.trajectory, tr.digest or "")
             return job, tr.model_dump(mode="json"), result.trajectory.to_jsonl()
 
-        return list(await asyncio.gather(*(one(j) for j in jobs)))
+        try:
+            return list(await asyncio.gather(*(one(j) for j in jobs)))
+        finally:
+            if writer is not None:
+                writer.close()
 
     return asyncio.run(main())
 
 
 class RayExecutor:
-    """Trials as Ray tasks (chunks of up to ``concurrency`` trials); the driver stores the runs."""
+    """Trials as Ray tasks (chunks of up to ``concurrency`` trials). The driver stores the
+    runs, or, with a shared store (PostgreSQL), each worker writes its runs there directly."""
 
     name = "ray"
 
@@ -281,7 +294,8 @@ class RayExecutor:
             raise UsageError(f"the Ray executor cannot send this evaluation to its workers ({first}): give models "
                              "and agents as spec strings, and guards and simulators that can be pickled") from None
         task = ray.remote(run_chunk)
-        pending = [task.remote(plan_ref, list(jobs[i:i + size])) for i in range(0, len(jobs), size)]
+        shared = getattr(store, "url", None) if getattr(store, "backend", "sqlite") == "postgresql" else None
+        pending = [task.remote(plan_ref, list(jobs[i:i + size]), shared) for i in range(0, len(jobs), size)]
         while pending:
             ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
             for job, tr_json, jsonl in ray.get(ready[0]):
@@ -289,7 +303,10 @@ class RayExecutor:
                 trajectory = Trajectory.from_jsonl(jsonl, path=f"<ray trial {job.run_id}>")
                 if trajectory.digest() != tr.digest:
                     raise RuntimeError(f"run {job.run_id}: the events the worker sent do not match its digest")
-                store_run(store, trajectory, tr.digest or "")
+                if shared is None:
+                    store_run(store, trajectory, tr.digest or "")
+                elif (store.get_run(job.run_id) or {}).get("digest") != tr.digest:
+                    raise RuntimeError(f"run {job.run_id}: the worker did not store it in {store.where}")
                 export_live(trajectory)        # --otel: the worker's run, from the driver, once stored
                 if plan.config.export_dir is not None:
                     trajectory.save(Path(plan.config.export_dir) / f"{job.run_id}.jsonl")

@@ -41,6 +41,10 @@ def load_trajectory(ref: str, store: str | Path | None = None) -> Trajectory:
     path = Path(ref)
     if path.suffix in (".jsonl", ".json") or path.is_file():
         return Trajectory.from_jsonl(read_utf8(path, "trace file"), path=str(path))
+    from ..store.connect import is_url, open_store, store_spec
+
+    if is_url(store_spec(store)):
+        return load_run(open_store(store, read_only=True), ref)
     db_path = Path(store) if store is not None else default_store_path()
     if not db_path.is_file():
         raise UsageError(f"no run store at {db_path} (give --store, or a trace file)")

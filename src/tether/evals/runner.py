@@ -14,7 +14,6 @@ any :class:`~tether.runtime.Agent` (``--agent module:factory``).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
 import time
@@ -192,14 +191,11 @@ async def run_trial(case: Case, model: Model | None = None, *, trial: int = 0, c
 # -- a suite --------------------------------------------------------------------------
 def open_store(store: Any) -> tuple[Any, str]:
     """(the store, how results name it)."""
-    from ..store import SQLiteStore, default_store_path
+    from ..store import open_store as open_any
+    from ..store.connect import store_label
 
-    if store is None:
-        path = default_store_path()
-        return SQLiteStore(path), str(path)
-    if isinstance(store, (str, os.PathLike)):
-        return SQLiteStore(store), str(store)
-    return store, str(store.path)
+    opened = open_any(store)
+    return opened, store_label(opened)
 
 
 def _subjects(models: Sequence[str | Model], agents: Sequence[str], limits: dict[str, Any]) -> dict[str, Subject]:

@@ -45,7 +45,7 @@ class StoreSource:
 
     def __init__(self, store):
         self.store = store
-        self.where = f"store {store.path}"
+        self.where = f"store {getattr(store, 'where', store.path)}"
 
     def has(self, run_id: str) -> bool:
         return self.store.get_run(run_id) is not None
@@ -100,9 +100,14 @@ def open_runs(results: Results, results_path: str | Path | None = None, *,
     """The runs of ``results`` (see the module docstring for the order); a
     UsageError saying what to pass when none is found."""
     from ..store import SQLiteStore
+    from ..store.connect import is_url, open_store
 
     if store is not None and not isinstance(store, (str, os.PathLike)):
         return StoreSource(store)                          # an open store
+    if is_url(store):
+        return StoreSource(open_store(store, read_only=True))
+    if store is None and is_url(results.store):
+        return StoreSource(open_store(results.store, read_only=True))
     if store is not None:
         path = Path(store)
         if not path.is_file():

@@ -14,7 +14,6 @@ strict mode, recorded requests, tool calls and replies the run never played.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Callable, Literal
 
 from ..errors import UsageError
@@ -44,12 +43,10 @@ def outermost(toolset: ToolSet, layer: ToolLayer) -> ToolSet:
 
 
 def open_store(store: Any) -> Any:
-    """A store object as is; a path opens a :class:`~tether.store.SQLiteStore` there."""
-    if isinstance(store, (str, os.PathLike)):
-        from ..store import SQLiteStore
+    """A store object as is; a path or a postgresql:// URL opens that store."""
+    from ..store import open_store as open_any
 
-        return SQLiteStore(store)
-    return store
+    return open_any(store)
 
 
 class _TrackedModel:

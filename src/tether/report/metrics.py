@@ -32,8 +32,9 @@ from typing import Any, Iterable
 
 from ..errors import UsageError
 
+from ..store.facts import CLAIM_CHECK_RULES, run_facts  # noqa: F401  (one definition, shared with the stores)
+
 COMPLETION_STATUSES = frozenset({"completed", "submitted", "succeeded"})
-CLAIM_CHECK_RULES = frozenset({"result.invented_completion", "result.invented_id"})
 KEYS = ("completion_rate", "steps_mean", "steps_p95", "loop_trigger_rate", "invented_completion_rate",
         "hitl_rate", "cost_mean")
 
@@ -44,29 +45,6 @@ def p95(values: list[float]) -> float | None:
         return None
     ordered = sorted(values)
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
-
-
-def run_facts(run: dict, events: Iterable[dict]) -> dict[str, Any]:
-    """What the metrics need from one stored run (its row and its events)."""
-    facts = {"status": run["status"], "steps": 0, "cost": 0.0, "tokens": 0, "loop": False, "invented": False,
-             "hitl": run["status"] == "needs_human"}
-    for e in events:
-        kind = e.get("type")
-        if kind == "guard_tripped":
-            if e.get("guard") == "loop":
-                facts["loop"] = True
-            if e.get("rule") in CLAIM_CHECK_RULES:
-                facts["invented"] = True
-        elif kind == "approval" and e.get("action") == "requested":
-            facts["hitl"] = True
-        elif kind == "run_finished":       # the last one counts (a resumed run finishes again)
-            usage = e.get("usage") or {}
-            facts["steps"] = int(e.get("steps") or 0)
-            facts["cost"] = float(usage.get("cost") or 0.0)
-            facts["tokens"] = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-    if run["status"] == "invented_completion":
-        facts["invented"] = True
-    return facts
 
 
 def parse_since(text: str | None, *, now: float | None = None) -> float | None:
@@ -83,15 +61,14 @@ def parse_since(text: str | None, *, now: float | None = None) -> float | None:
         raise UsageError(f"--since {text!r}: give a duration (7d, 12h, 30m) or a date (2026-01-31)") from None
 
 
-def select_runs(store: Any, *, since: float | None = None, model: str | None = None, case: str | None = None,
-                kind: str | None = None, eval_id: str | None = None) -> list[dict]:
-    runs = store.list_runs(10**9, model=model, case_id=case, kind=kind, eval_id=eval_id)
-    return [r for r in runs if since is None or r["created"] >= since]
-
-
 def compute(store: Any, runs: list[dict] | None = None, **filters: Any) -> dict[str, Any]:
-    """The run metrics of ``runs`` (default: the store's runs matching ``filters``)."""
-    runs = select_runs(store, **filters) if runs is None else runs
+    """The run metrics of the store's runs matching ``filters`` (``since``, ``model``,
+    ``case``, ``kind``, ``eval_id``, ``q``): aggregate queries over the metrics each
+    run's row keeps (store/facts.py), whatever the store's size. Given ``runs``
+    (rows), the metrics of those runs, from their events."""
+    if runs is None:
+        names = {"case": "case_id"}
+        return store.run_metrics(**{names.get(k, k): v for k, v in filters.items()})
     facts = [run_facts(r, store.events(r["run_id"])) for r in runs if r["status"] not in ("running", "error")]
     return summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
                      running=sum(1 for r in runs if r["status"] == "running"))

@@ -116,6 +116,13 @@ def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str
         return read_trace(read_text(path, "trace file"), path=ref), ref
     if path.suffix in (".jsonl", ".json", ".ndjson") or "/" in ref or "\\" in ref:
         raise UsageError(f"trace not found: {ref}")
+    from .connect import is_url, open_store, store_spec
+
+    if is_url(store_spec(store_path)):
+        store = open_store(store_path, read_only=True)
+        if store.get_run(ref) is None:
+            raise UsageError(f"{ref!r} is neither a file nor a run in {store.where} (tether runs list)")
+        return load_run(store, ref), f"run {ref}"
     where = Path(store_path) if store_path is not None else default_store_path()
     if not where.exists():
         raise UsageError(f"{ref!r} is neither a file nor a run: there is no store at {where} (--store)")

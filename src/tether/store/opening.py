@@ -7,8 +7,12 @@
   in, is read-only) is opened read-only when the caller only reads
   (``mode=ro``; ``immutable=1`` when even the WAL index cannot be made), and
   is an error naming it when the caller writes.
-- ``PRAGMA quick_check`` runs on open; a damaged store is an error naming the
-  file and how to recover (move it aside; ``sqlite3 FILE .recover``).
+- Opening is cheap whatever the store's size: the header (the magic bytes, and a
+  file shorter than the pages its header counts is damaged) and the schema (the
+  tables are there). ``tether store check`` scans every page (``PRAGMA
+  integrity_check``); so does any command that meets an I/O or corruption error
+  (:func:`checked`), to say whether the store is damaged. A damaged store is an
+  error naming the file and how to recover (move it aside; ``sqlite3 FILE .recover``).
 - Any SQLite error while a store is in use names the store (:func:`checked`).
 """
 
@@ -66,6 +70,40 @@ def _check_path(path: Path) -> None:
     if head != HEADER:
         raise StoreError(f"store {path} is not a tether store (not an SQLite database file); give another "
                          "--store, or remove the file and tether starts a new store there")
+    header_check(path, info.st_size)
+
+
+def header_check(path: Path, size: int) -> None:
+    """The 100-byte header against the file: a page size SQLite can have, and (with no WAL
+    beside it that could hold the rest) at least as many bytes as the pages it counts."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:
+        raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
+    if len(header) < 100:
+        raise StoreError(f"store {path} is damaged (its header is cut short); {recovery(path)}")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise StoreError(f"store {path} is damaged (its header names page size {page_size}); {recovery(path)}")
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]          # the in-header page count is current
+    wal = Path(f"{path}-wal")
+    if valid and pages and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
+        raise StoreError(f"store {path} is damaged (cut short: {size} bytes, its header counts {pages} pages of "
+                         f"{page_size}); {recovery(path)}")
+
+
+TABLES = ("runs", "evals", "events", "checkpoints", "effects", "approvals", "leases")
+
+
+def schema_check(db: sqlite3.Connection, path: Path) -> None:
+    """The store's tables are there (one read of the schema page, whatever the store's size)."""
+    have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = [t for t in TABLES if t not in have]
+    if missing:
+        raise StoreError(f"store {path} is damaged (table(s) {', '.join(missing)} missing); {recovery(path)}")
 
 
 def connect(path: Path, *, read_only: bool) -> tuple[sqlite3.Connection, bool]:
@@ -108,12 +146,31 @@ def quick_check(db: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"store {path} is damaged ({'; '.join(' '.join(str(r).split()) for r in rows)[:200]}); {recovery(path)}")
 
 
+def scan_after_error(path: Path) -> str:
+    """After an I/O or corruption error: the full scan, on a connection of its own; what it found."""
+    if str(path) == ":memory:" or not path.exists():
+        return ""
+    try:
+        con = sqlite3.connect("file:" + quote(str(path.resolve())) + "?mode=ro", uri=True)
+        try:
+            rows = [str(r[0]) for r in con.execute("PRAGMA integrity_check(5)").fetchall()]
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        return f"the full check cannot read it either ({exc})"
+    return "" if rows == ["ok"] else "damaged: " + "; ".join(" ".join(r.split()) for r in rows)[:200]
+
+
 @contextlib.contextmanager
 def checked(path: Path) -> Iterator[None]:
-    """SQLite errors inside become StoreErrors naming the store."""
+    """SQLite errors inside become StoreErrors naming the store; after an I/O or
+    corruption error the whole store is checked and the message says what it found."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             raise StoreError(f"store {path} is busy (another process holds a write lock): try again") from None
-        raise StoreError(f"store {path} cannot be used: {exc}; {recovery(path)}") from None
+        found = scan_after_error(path) if not isinstance(exc, sqlite3.OperationalError) or \
+            any(w in str(exc) for w in ("disk I/O", "malformed", "corrupt")) else ""
+        raise StoreError(f"store {path} cannot be used: {exc}" + (f" ({found})" if found else "")
+                         + f"; {recovery(path)}") from None

@@ -29,8 +29,9 @@ from typing import Any, Callable
 import orjson
 
 from . import _delta
+from .queries import run_where
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Statements are split on ";" when migrating: keep semicolons out of the comments.
 SCHEMA = """
@@ -49,7 +50,15 @@ CREATE TABLE IF NOT EXISTS runs (
     trial INTEGER NOT NULL DEFAULT 0,
     guards TEXT NOT NULL DEFAULT 'off',
     digest TEXT,                     -- sha256 of the run's events, set when it finishes
-    error_kind TEXT                  -- infrastructure | model | harness | misuse | aborted
+    error_kind TEXT,                 -- infrastructure | model | harness | misuse | aborted
+    steps INTEGER,                   -- the run's metrics (store/facts.py), set when it finishes
+    tool_calls INTEGER,
+    tokens INTEGER,
+    cost REAL,
+    trips INTEGER,
+    looped INTEGER,
+    invented INTEGER,
+    hitl INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_eval ON runs (eval_id);
 CREATE TABLE IF NOT EXISTS evals (
@@ -116,6 +125,12 @@ CREATE TABLE IF NOT EXISTS leases (
     acquired REAL NOT NULL,
     expires REAL NOT NULL            -- renewed with every checkpoint: a crashed holder's lease runs out
 );
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created, run_id);
+CREATE INDEX IF NOT EXISTS runs_by_eval_created ON runs (eval_id, created, run_id);
+CREATE INDEX IF NOT EXISTS runs_metrics ON runs (kind, status, created, steps, looped, invented, hitl, cost, tokens);
+CREATE INDEX IF NOT EXISTS evals_by_created ON evals (created, eval_id);
+CREATE INDEX IF NOT EXISTS approvals_by_run ON approvals (run_id, status);
+CREATE INDEX IF NOT EXISTS effects_by_run ON effects (run_id, created)
 """
 
 
@@ -126,6 +141,10 @@ _MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
         ("runs", "digest", "TEXT"), ("runs", "error_kind", "TEXT")],
     3: [("checkpoints", "base", "INTEGER")],      # delta checkpoints (store/_delta.py)
     4: [("approvals", "expires", "REAL"), ("approvals", "used", "INTEGER NOT NULL DEFAULT 0")],
+    # per-run metrics (store/facts.py), set when a run finishes: stats are aggregate queries
+    5: [("runs", "steps", "INTEGER"), ("runs", "tool_calls", "INTEGER"), ("runs", "tokens", "INTEGER"),
+        ("runs", "cost", "REAL"), ("runs", "trips", "INTEGER"), ("runs", "looped", "INTEGER"),
+        ("runs", "invented", "INTEGER"), ("runs", "hitl", "INTEGER")],
 }
 
 
@@ -149,7 +168,7 @@ class SQLiteStore:
 
     Opening checks the file first (see :mod:`tether.store.opening`): a
     directory, a device, a file that is not SQLite, a damaged store
-    (``PRAGMA quick_check``) or a store from a newer tether is a
+    (a cheap header and schema check; ``tether store check`` scans it all) or a store from a newer tether is a
     :class:`StoreError` naming the file and what to do. ``read_only=True``
     (the read commands: ``runs list``, ``runs show``, ``score``, ``diff``)
     opens the file read-only when it or its folder cannot be written.
@@ -176,15 +195,14 @@ class SQLiteStore:
             self._migrate()
 
     def _migrate(self) -> None:
-        from .opening import StoreError, quick_check
+        from .opening import StoreError, schema_check
 
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(f"store {self.path} has schema version {version}, newer than this tether "
                              f"({SCHEMA_VERSION}); upgrade tether or use another --store")
-        if version:
-            quick_check(self._db, self.path)
         if version == SCHEMA_VERSION:
+            schema_check(self._db, self.path)      # cheap: the tables are there (tether store check scans it all)
             return
         if self.read_only:
             raise StoreError(f"store {self.path} is from an older tether (schema {version}) and cannot be written "
@@ -204,6 +222,8 @@ class SQLiteStore:
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
+                if version and version < 5:
+                    _fill_metrics(self._db)
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -246,9 +266,13 @@ class SQLiteStore:
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
+        from .facts import COLUMNS, row_values, run_facts
+
         self._chains.pop(run_id, None)
-        self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=? WHERE run_id=?",
-                 (status, reply, reason, time.time(), digest, error_kind, run_id))
+        facts = row_values(run_facts({"status": status}, self.events(run_id)))
+        self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
+                 + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?",
+                 (status, reply, reason, time.time(), digest, error_kind, *facts, run_id))
 
     def mark_running(self, run_id: str) -> None:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
@@ -265,10 +289,14 @@ class SQLiteStore:
             raise StoreError(f"run {run_id!r} in store {self.path} is damaged: {exc}") from None
 
     def list_runs(self, limit: int = 50, *, eval_id: str | None = None, model: str | None = None,
-                  case_id: str | None = None, status: str | None = None, kind: str | None = None) -> list[dict]:
-        """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?)."""
-        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
-        sql = _SELECT_RUNS + where + " ORDER BY created DESC, rowid DESC LIMIT ?"
+                  case_id: str | None = None, status: str | None = None, kind: str | None = None,
+                  since: float | None = None, before: tuple[float, str] | None = None,
+                  q: str | None = None) -> list[dict]:
+        """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?);
+        one page: ``before`` = (created, run_id) of the last run of the previous page (keyset)."""
+        where, params = run_where("sqlite", eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind,
+                                  since=since, before=before, q=q)
+        sql = _SELECT_RUNS + where + " ORDER BY created DESC, run_id DESC LIMIT ?"
         runs = []
         for r in self._rows(sql, (*params, limit)):
             try:
@@ -278,9 +306,11 @@ class SQLiteStore:
         return runs
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
-                   status: str | None = None, kind: str | None = None) -> int:
+                   status: str | None = None, kind: str | None = None, since: float | None = None,
+                   q: str | None = None) -> int:
         """How many runs match the filters of :meth:`list_runs`."""
-        where, params = _run_filter(eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind)
+        where, params = run_where("sqlite", eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind,
+                                  since=since, q=q)
         return self._rows("SELECT COUNT(*) AS c FROM runs" + where, tuple(params))[0]["c"]
 
     def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
@@ -551,6 +581,110 @@ class SQLiteStore:
         rows = self._rows("SELECT * FROM approvals WHERE id=?", (approval_id,))
         return _approval(rows[0]) if rows else None
 
+    # -- a store that holds a year of runs (tether store ...; both backends: store/protocol.py) --
+    backend = "sqlite"
+
+    @property
+    def where(self) -> str:
+        """How messages and results name this store."""
+        return str(self.path)
+
+    def run_metrics(self, **filters: Any) -> dict:
+        """The run metrics of the runs matching ``filters`` (store/queries.py), as aggregate queries."""
+        from .queries import run_metrics
+
+        return run_metrics(lambda sql, params: [tuple(r) for r in self._rows(sql, tuple(params))], "sqlite",
+                           **filters)
+
+    def run_cursor(self, run_id: str) -> tuple[float, str] | None:
+        """The keyset position of a run (for ``list_runs(before=...)``), or None."""
+        rows = self._rows("SELECT created, run_id FROM runs WHERE run_id=?", (run_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def info(self) -> dict:
+        """Size (the file and its WAL), runs, evals, oldest and newest run."""
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+                   if str(self.path) != ":memory:" and p.exists())
+        runs, oldest, newest = self._rows("SELECT COUNT(*), MIN(created), MAX(created) FROM runs")[0]
+        evals = self._rows("SELECT COUNT(*) FROM evals")[0][0]
+        return {"backend": self.backend, "where": self.where, "size": size, "runs": runs, "evals": evals,
+                "oldest": oldest, "newest": newest, "schema": SCHEMA_VERSION}
+
+    def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
+        """Delete the runs created before ``older_than`` (a UNIX time) with all their rows, except
+        runs still running and the trials of evals matching ``keep_evals`` (globs); then the evals
+        created before it that have no run left. One transaction."""
+        from .queries import RUN_TABLES, keep_clause
+
+        keep, params = keep_clause("sqlite", keep_evals)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("DROP TABLE IF EXISTS temp.pruned")
+                self._db.execute("CREATE TEMP TABLE pruned (run_id TEXT PRIMARY KEY)")
+                self._db.execute("INSERT INTO pruned SELECT run_id FROM runs WHERE created < ? AND status != 'running' "
+                                 f"AND NOT {keep}", (older_than, *params))
+                for table in RUN_TABLES:
+                    self._db.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM pruned)")
+                runs = self._db.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM pruned)").rowcount
+                evals = self._db.execute(
+                    f"DELETE FROM evals WHERE created < ? AND status != 'running' AND NOT {keep} AND NOT EXISTS "
+                    "(SELECT 1 FROM runs WHERE runs.eval_id = evals.eval_id)", (older_than, *params)).rowcount
+                self._db.execute("DROP TABLE temp.pruned")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self._chains.clear()
+        return {"runs": runs, "evals": evals}
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system (rewrites the file)."""
+        from .opening import checked
+
+        with self._lock, checked(self.path):
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def check(self) -> list[str]:
+        """The full scan (``PRAGMA integrity_check``) and the schema: what is wrong, or []."""
+        from .opening import StoreError, schema_check
+
+        with self._lock:
+            try:
+                rows = [str(r[0]) for r in self._db.execute("PRAGMA integrity_check(20)").fetchall()]
+            except sqlite3.DatabaseError as exc:
+                return [f"the scan stopped: {exc}"]
+        problems = [] if rows == ["ok"] else [" ".join(r.split()) for r in rows]
+        try:
+            schema_check(self._db, self.path)
+        except StoreError as exc:
+            problems.append(str(exc))
+        return problems
+
+    def dump(self, table: str, batch: int = 1000):
+        """Every row of ``table`` (store/queries.py TABLES), in batches of tuples (a copy's source)."""
+        from .queries import KEYS, TABLES
+
+        cur = self._db.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {KEYS[table]}")
+        while rows := cur.fetchmany(batch):
+            yield [tuple(r) for r in rows]
+
+    def load(self, table: str, rows: list[tuple]) -> None:
+        """Insert rows as :meth:`dump` gives them, in one transaction (a copy's destination)."""
+        from .queries import TABLES
+
+        cols = TABLES[table]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                                     rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
 
 def _host() -> str:
     import socket
@@ -587,6 +721,22 @@ def _events_to_chunks(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO events (run_id, seq, last, events) "
                "SELECT run_id, seq, seq, CAST(CAST(event AS TEXT) || char(10) AS BLOB) FROM events_v2")
     db.execute("DROP TABLE events_v2")
+def _fill_metrics(db: sqlite3.Connection) -> None:
+    """Schema 5: the metrics of every run that ended before them (once, when migrating)."""
+    from .facts import COLUMNS, row_values, run_facts
+
+    todo = db.execute("SELECT run_id, status FROM runs WHERE status != 'running' AND steps IS NULL").fetchall()
+    for run_id, status in todo:
+        try:
+            events = [orjson.loads(line) for (blob,) in db.execute("SELECT events FROM events WHERE run_id=? "
+                                                                   "ORDER BY seq", (run_id,))
+                      for line in bytes(blob).split(b"\n") if line]
+            facts = row_values(run_facts({"status": status}, (e for e in events if isinstance(e, dict))))
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            continue                # a damaged run keeps no metrics; stats count it as zero steps and cost
+        db.execute("UPDATE runs SET " + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?", (*facts, run_id))
+
+
 _INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created, base) "
                       "VALUES (?,?,?,?,?,?,?,?)")
 
@@ -612,13 +762,6 @@ def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
                       "append-only (is another process driving this run?)")
 
 
-def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
-    where, params = [], []
-    for column, value in filters.items():
-        if value is not None:
-            where.append(f"{column} GLOB ?")
-            params.append(value)
-    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def _run(r: sqlite3.Row) -> dict:

@@ -162,8 +162,12 @@ def store_path(config: pytest.Config) -> Path:
 
 @pytest.fixture(scope="session")
 def tether_store(pytestconfig: pytest.Config) -> Iterator[SQLiteStore]:
-    """The store this test session's cassette runs are written to (see :func:`store_path`)."""
-    store = SQLiteStore(store_path(pytestconfig))
+    """The store this test session's cassette runs are written to (see :func:`store_path`;
+    a ``postgresql://`` URL in ``$TETHER_STORE`` is the team's PostgreSQL store)."""
+    from ..store.connect import is_url, open_store
+
+    env = os.environ.get("TETHER_STORE")
+    store = open_store(env) if is_url(env) else SQLiteStore(store_path(pytestconfig))
     yield store
     store.close()
 

@@ -53,6 +53,14 @@ class TrialView:
     def cost(self) -> float | None:
         return self.trajectory.usage().cost if self.trajectory is not None else None
 
+    @property
+    def tokens(self) -> int | None:
+        """The agent's input + output tokens (the transcript's totals, without building the transcript)."""
+        if self.trajectory is None:
+            return None
+        usage = self.trajectory.usage()
+        return usage.input_tokens + usage.output_tokens
+
 
 TrajectoryLoader = Callable[[ModelRunResult, CaseResult, TrialResult], Trajectory]
 

@@ -93,8 +93,8 @@ def _chart_data(report: Report) -> dict[str, str]:
                           if c and c["rate"] is not None and c["low"] is not None else None)
         series.append((label, values))
     cost = [(label, [v.cost for v in report.views(r) if v.cost is not None]) for r, label in zip(runs, labels)]
-    tokens = [(label, [float(v.transcript.totals["input_tokens"] + v.transcript.totals["output_tokens"])
-                       for v in report.views(r) if v.transcript is not None]) for r, label in zip(runs, labels)]
+    tokens = [(label, [float(v.tokens) for v in report.views(r) if v.tokens is not None])
+              for r, label in zip(runs, labels)]
     steps = [(label, [float(v.trial.counters.steps) for v in report.views(r)]) for r, label in zip(runs, labels)]
     return {"legend": charts.legend(labels),
             "rates": charts.rate_bars(dims, series, title="rate per dimension with 95% Wilson intervals"),
@@ -119,8 +119,7 @@ def _guard_rows(report: Report, diffs: list[dict[str, Any]]) -> dict[str, list[d
                 verdicts.append(str(case.verdict))
                 n = len(views)
                 costs = [v.cost for v in views if v.cost is not None]
-                tokens = [v.transcript.totals["input_tokens"] + v.transcript.totals["output_tokens"]
-                          for v in views if v.transcript is not None]
+                tokens = [v.tokens for v in views if v.tokens is not None]
                 cells.append({"tokens": sum(tokens) / len(tokens) if tokens else None, "verdict": case.verdict, "statuses": ", ".join(sorted({v.trial.status for v in views})),
                               "calls": sum(v.trial.counters.tool_calls for v in views) / n,
                               "trips": sum(v.trial.counters.guard_trips for v in views) / n,
@@ -137,13 +136,17 @@ def _guard_rows(report: Report, diffs: list[dict[str, Any]]) -> dict[str, list[d
 
 
 def render_report(report: Report, *, results_diff: Any = None, source: str = "",
-                  checkpoints: dict[str, dict] | None = None, nav: list[tuple[str, str]] | None = None) -> str:
-    """The whole report as one HTML document."""
+                  checkpoints: dict[str, dict] | None = None, nav: list[tuple[str, str]] | None = None,
+                  run_links: bool = False) -> str:
+    """The whole report as one HTML document. ``run_links`` (the viewer): each trial's
+    transcript is a link to its own page (``/run/ID``) instead of being inlined, so the
+    page costs what the eval's results cost, not what every transcript does."""
     runs = report.results.runs
     diffs: list[dict[str, Any]] = []
     guard_rows = _guard_rows(report, diffs)
-    extras = {v.key: transcript_extra(v.transcript, (checkpoints or {}).get(v.run_id or ""))
-              for v in report.trials.values() if v.transcript is not None}
+    extras = {} if run_links else {
+        v.key: transcript_extra(v.transcript, (checkpoints or {}).get(v.run_id or ""))
+        for v in report.trials.values() if v.transcript is not None}
     from markupsafe import Markup
 
     crumbs = {v.key: Markup('<a href="#overview">overview</a> › <a href="#case-{0}">{0}</a> › {1} · guards {2} · trial {3} · '
@@ -161,7 +164,7 @@ def render_report(report: Report, *, results_diff: Any = None, source: str = "",
         errors=report.errors(), faults=report.faults(),
         all_metrics=report.run_metrics(), run_metrics=[report.run_metrics(r) for r in runs],
         guard_groups=report.guard_groups(), guard_rows=guard_rows, charts=_chart_data(report),
-        extras=extras, diffs=diffs, crumbs=crumbs, short=SHORT, results_diff=results_diff,
+        extras=extras, diffs=diffs, crumbs=crumbs, short=SHORT, results_diff=results_diff, run_links=run_links,
     )
 
 
@@ -187,6 +190,6 @@ def render_trajectory_diff(base: Trajectory, new: Trajectory, *, nav: list[tuple
 
 
 def render_index(*, evals: list[dict], runs: list[dict], stats: dict[str, Any], store: str,
-                 nav: list[tuple[str, str]], query: dict[str, str]) -> str:
+                 nav: list[tuple[str, str]], query: dict[str, str], page: dict[str, Any] | None = None) -> str:
     return _page("index.html.j2", evals=evals, runs=runs, m=stats, store=store, title="runs · tether",
-                 lang="en", home="index", nav=nav, subtitle=store, query=query)
+                 lang="en", home="index", nav=nav, subtitle=store, query=query, page=page)

@@ -9,11 +9,10 @@ standard library's threading HTTP server, bound to loopback only.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from ...errors import UsageError
 from .. import metrics
@@ -34,19 +33,28 @@ class Viewer:
         self._reports: dict[tuple[str, float], str] = {}
         self._lock = threading.Lock()
 
+    PAGE = 100
+
     def index(self, query: dict[str, str]) -> str:
-        runs = self.store.list_runs(10**9, model=query.get("model") or None, case_id=query.get("case") or None,
-                                    kind=query.get("kind") or None, eval_id=query.get("eval") or None)
-        q = query.get("q", "").strip().lower()
-        if q:
-            runs = [r for r in runs if any(q in str(r[k] or "").lower() or fnmatch.fnmatch(str(r[k] or "").lower(), q)
-                                           for k in ("run_id", "case_id", "model", "status", "eval_id"))]
-        stats = metrics.compute(self.store, runs)
+        """One page of runs (keyset: ``before=RUN`` shows the runs older than RUN), the
+        metrics of every run matching the filters (aggregate queries) and the newest evals."""
+        filters = {"model": query.get("model") or None, "case_id": query.get("case") or None,
+                   "kind": query.get("kind") or None, "eval_id": query.get("eval") or None,
+                   "q": query.get("q", "").strip() or None}
+        before = self.store.run_cursor(query["before"]) if query.get("before") else None
+        runs = self.store.list_runs(self.PAGE + 1, before=before, **filters)
+        older = runs[self.PAGE - 1]["run_id"] if len(runs) > self.PAGE else None
+        runs = runs[:self.PAGE]
+        stats = metrics.compute(self.store, **filters)
         evals = [e | {"when": _when(e["created"]), "has_results": e["status"] == "finished"}
                  for e in self.store.list_evals(200)]
-        shown = [r | {"when": _when(r["updated"])} for r in runs[:500]]
-        return render_index(evals=evals, runs=shown, stats=stats, store=str(self.store.path), nav=NAV,
-                            query={k: v for k, v in query.items() if v})
+        shown = [r | {"when": _when(r["updated"])} for r in runs]
+        kept = {k: v for k, v in query.items() if v and k != "before"}
+        page = {"total": stats["runs"] + stats["errors"] + stats["running"],
+                "older": "/?" + urlencode({**kept, "before": older}) if older else None,
+                "newer": "/?" + urlencode(kept) if before else None}
+        return render_index(evals=evals, runs=shown, stats=stats, store=self.store.where, nav=NAV,
+                            query=kept, page=page)
 
     def eval_report(self, eval_id: str) -> str:
         from ...evals.results import Results
@@ -54,15 +62,15 @@ class Viewer:
 
         found = self.store.get_eval(eval_id)
         if found is None or not found.get("results"):
-            raise LookupError(f"no finished eval {eval_id!r} in {self.store.path}")
+            raise LookupError(f"no finished eval {eval_id!r} in {self.store.where}")
         key = (eval_id, found["updated"])
         with self._lock:
             if key not in self._reports:
                 results = Results.model_validate(found["results"])
                 report = build_report(results, store=self.store)
-                checkpoints = {v.run_id: self._checkpoints(v.run_id) for v in report.trials.values() if v.run_id}
-                self._reports[key] = render_report(report, source=f"store {self.store.path}",
-                                                   nav=NAV + NAV_REPORT, checkpoints=checkpoints)
+                checkpoints: dict = {}          # shown on each run's own page (/run/ID)
+                self._reports[key] = render_report(report, source=f"store {self.store.where}",
+                                                   nav=NAV + NAV_REPORT, checkpoints=checkpoints, run_links=True)
             return self._reports[key]
 
     def _checkpoints(self, run_id: str) -> dict | None:

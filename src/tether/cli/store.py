@@ -1,0 +1,139 @@
+"""``tether store``: the store itself: info, check, prune, vacuum, copy."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Annotated, List, Optional
+
+import typer
+
+from ..errors import UsageError
+from ._common import console, user_errors
+
+app = typer.Typer(
+    help=("The store itself (a SQLite file or a postgresql:// URL; default $TETHER_STORE or .tether/tether.db): "
+          "its size and span, a full integrity check, pruning old runs, compacting, copying to another "
+          "backend.\n\n"
+          "Examples:\n\n  tether store info\n\n  tether store check\n\n"
+          "  tether store prune --older-than 90d --keep-evals 'e-2026*'\n\n  tether store vacuum\n\n"
+          "  tether store copy .tether/tether.db postgresql://tether@db.internal/tether"),
+    no_args_is_help=True,
+)
+StoreOpt = Annotated[Optional[str], typer.Option(help="the store: a file or a postgresql:// URL "
+                                                      "(default $TETHER_STORE or .tether/tether.db)")]
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _older_than(text: str) -> float:
+    from ..report.metrics import parse_since
+
+    try:
+        cutoff = parse_since(text)
+    except UsageError:
+        raise UsageError(f"--older-than {text!r}: give an age (90d, 12h, 30m) or a date (2026-01-31)") from None
+    assert cutoff is not None
+    return cutoff
+
+
+@app.command("info", help="The store's backend, size, runs and evals, and its oldest and newest run.\n\n"
+                          "Example:\n\n  tether store info --store runs.db")
+def info_command(store: StoreOpt = None) -> None:
+    from ..store import open_store
+
+    with user_errors():
+        i = open_store(store, read_only=True).info()
+    console.print(f"store {i['where']} · {i['backend']} (schema {i['schema']})\n"
+                  f"size {_size(i['size'])} · {i['runs']} run(s) · {i['evals']} eval(s)\n"
+                  f"oldest run {_when(i['oldest'])} · newest run {_when(i['newest'])}", highlight=False,
+                  soft_wrap=True)
+
+
+@app.command("check", help="Check the whole store: every page of a SQLite file (PRAGMA integrity_check; opening "
+                           "a store only checks its header and schema), every row of a PostgreSQL store. Exit 0: "
+                           "sound; exit 2: damaged, with what is wrong and how to recover.\n\n"
+                           "Example:\n\n  tether store check --store runs.db")
+def check_command(store: StoreOpt = None) -> None:
+    from ..store import open_store
+    from ..store.opening import StoreError, recovery
+
+    with user_errors():
+        db = open_store(store, read_only=True)
+        started = time.perf_counter()
+        problems = db.check()
+        if problems:
+            hint = f"; {recovery(db.path)}" if db.backend == "sqlite" else ""
+            raise StoreError(f"store {db.where} is damaged: " + "; ".join(problems)[:400] + hint)
+    console.print(f"store {db.where}: ok (checked whole in {time.perf_counter() - started:.1f} s)", highlight=False)
+
+
+@app.command("prune", help="Delete the runs older than an age, with their events, checkpoints, ledger and "
+                           "approvals; then the evals older than it with no run left. Runs still running, and "
+                           "the trials of evals matching --keep-evals, are kept. `tether store vacuum` then gives "
+                           "the space back.\n\n"
+                           "Examples:\n\n  tether store prune --older-than 90d\n\n"
+                           "  tether store prune --older-than 2026-01-01 --keep-evals 'e-2025*' --keep-evals e-base")
+def prune_command(
+    older_than: Annotated[str, typer.Option("--older-than", help="an age (90d, 12h, 30m) or a date (2026-01-31)")],
+    keep_evals: Annotated[Optional[List[str]], typer.Option("--keep-evals", help="keep this eval and its runs "
+                                                                                  "(a glob; repeatable)")] = None,
+    store: StoreOpt = None,
+) -> None:
+    from ..store import open_store
+
+    with user_errors():
+        cutoff = _older_than(older_than)
+        db = open_store(store)
+        done = db.prune(cutoff, tuple(keep_evals or ()))
+        left = db.info()
+    console.print(f"pruned {done['runs']} run(s) and {done['evals']} eval(s) created before {_when(cutoff)} from "
+                  f"{db.where}; {left['runs']} run(s) left (tether store vacuum gives the space back)",
+                  highlight=False, soft_wrap=True)
+
+
+@app.command("vacuum", help="Rewrite the store compactly, giving the space of deleted rows back (SQLite VACUUM; "
+                            "PostgreSQL VACUUM FULL). Takes a write lock for as long as it runs.\n\n"
+                            "Example:\n\n  tether store vacuum --store runs.db")
+def vacuum_command(store: StoreOpt = None) -> None:
+    from ..store import open_store
+
+    with user_errors():
+        db = open_store(store)
+        before = db.info()["size"]
+        db.vacuum()
+        after = db.info()["size"]
+    console.print(f"vacuumed {db.where}: {_size(before)} -> {_size(after)}", highlight=False, soft_wrap=True)
+
+
+@app.command("copy", help="Copy a whole store into an empty one, either way between SQLite and PostgreSQL: every "
+                          "run, event, checkpoint, ledger entry, approval and eval, as is; then every finished "
+                          "run's digest is recomputed from the copied events and checked.\n\n"
+                          "Examples:\n\n  tether store copy .tether/tether.db postgresql://tether@db.internal/tether"
+                          "\n\n  tether store copy postgresql://tether@db.internal/tether backup.db")
+def copy_command(
+    src: Annotated[str, typer.Argument(help="the store to copy: a file or a postgresql:// URL")],
+    dst: Annotated[str, typer.Argument(help="an empty store to copy into (a new file, or a URL)")],
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="recompute every digest in the copy")] = True,
+) -> None:
+    from ..store import open_store
+    from ..store.copy import copy_store
+
+    with user_errors():
+        source = open_store(src, read_only=True)
+        target = open_store(dst)
+        started = time.perf_counter()
+        done = copy_store(source, target, verify=verify)
+    console.print(f"copied {source.where} -> {target.where}: " + ", ".join(f"{n} {t}" for t, n in done["rows"].items())
+                  + (f"; {done['checked']} digest(s) recomputed, all equal" if verify else "")
+                  + f" ({time.perf_counter() - started:.1f} s)", highlight=False, soft_wrap=True)

@@ -1,0 +1,157 @@
+"""SQL both backends share: run filters, keyset pages, the run metrics as
+aggregate queries, the tables a copy moves. Written with ``?`` placeholders;
+the PostgreSQL backend turns them into ``%s`` (:func:`pg`).
+
+Filters are globs (``*`` any run of characters, ``?`` one character), matched
+case-sensitively: SQLite's ``GLOB``, PostgreSQL's ``LIKE`` with the glob
+translated; a value without wildcards is an equality (an index lookup).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable
+
+from .facts import COLUMNS as METRIC_COLUMNS
+
+COMPLETION_STATUSES = ("completed", "submitted", "succeeded")
+LEFT_OUT = ("running", "error")
+FILTER_COLUMNS = ("eval_id", "model", "case_id", "status", "kind")
+SEARCH_COLUMNS = ("run_id", "case_id", "model", "status", "eval_id")
+
+# Every table a store holds and its columns, in the order a copy moves them
+# (runs before the rows that name a run).
+TABLES: dict[str, tuple[str, ...]] = {
+    "evals": ("eval_id", "created", "updated", "suite", "status", "config", "results"),
+    "runs": ("run_id", "created", "updated", "status", "model", "case_id", "reply", "reason", "meta", "kind",
+             "eval_id", "trial", "guards", "digest", "error_kind", *METRIC_COLUMNS),
+    "events": ("run_id", "seq", "last", "events"),
+    "checkpoints": ("run_id", "n", "step", "phase", "event_count", "state", "created", "base"),
+    "effects": ("key", "run_id", "signature", "tool", "arguments", "step", "status", "result", "created", "updated"),
+    "approvals": ("id", "run_id", "tool", "arguments", "digest", "reason", "status", "decided_by", "note",
+                  "new_arguments", "created", "decided", "expires", "used"),
+    "leases": ("run_id", "holder", "pid", "host", "acquired", "expires"),
+}
+KEYS = {"evals": "eval_id", "runs": "run_id", "events": "run_id, seq", "checkpoints": "run_id, n", "effects": "key",
+        "approvals": "id", "leases": "run_id"}
+# the tables whose rows belong to a run (pruned with it)
+RUN_TABLES = ("events", "checkpoints", "effects", "approvals", "leases")
+
+
+def pg(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s`` (a literal % doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def is_glob(value: str) -> bool:
+    return any(c in value for c in "*?[")
+
+
+def like_pattern(glob: str) -> str:
+    """A glob as a LIKE pattern (escape character: backslash)."""
+    out = []
+    for c in glob:
+        if c in "%_\\":
+            out.append("\\" + c)
+        elif c == "*":
+            out.append("%")
+        elif c == "?":
+            out.append("_")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def run_where(dialect: str, *, since: float | None = None, before: tuple[float, str] | None = None,
+              q: str | None = None, **filters: str | None) -> tuple[str, list[Any]]:
+    """(`` WHERE ...`` or "", params) for runs matching globs on eval, model,
+    case, status and kind; created since a time; older than a keyset cursor
+    ``before`` = (created, run_id); and a search text ``q`` (a substring or glob of
+    the id, case, model, status or eval, any case)."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in filters.items():
+        if column not in FILTER_COLUMNS:
+            raise TypeError(f"no run filter {column!r}")
+        if value is None:
+            continue
+        if not is_glob(value):
+            where.append(f"{column} = ?")
+            params.append(value)
+        elif dialect == "sqlite":
+            where.append(f"{column} GLOB ?")
+            params.append(value)
+        else:
+            where.append(f"{column} LIKE ? ESCAPE '\\'")
+            params.append(like_pattern(value))
+    if since is not None:
+        where.append("created >= ?")
+        params.append(since)
+    if before is not None:
+        where.append("(created < ? OR (created = ? AND run_id < ?))")
+        params.extend([before[0], before[0], before[1]])
+    if q:
+        pattern = "%" + like_pattern(q.lower()) + "%" if not is_glob(q) else like_pattern(q.lower())
+        where.append("(" + " OR ".join(f"LOWER(COALESCE({c}, '')) LIKE ? ESCAPE '\\'" for c in SEARCH_COLUMNS) + ")")
+        params.extend([pattern] * len(SEARCH_COLUMNS))
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _and(where: str, clause: str) -> str:
+    return (where + " AND " if where else " WHERE ") + clause
+
+
+def run_metrics(query: Callable[[str, list[Any]], list[tuple]], dialect: str, **filters: Any) -> dict[str, Any]:
+    """The run metrics (keys of :mod:`tether.report.metrics`) of the runs matching
+    ``filters`` (see :func:`run_where`), as three aggregate queries. ``query(sql,
+    params)`` runs one (``?`` placeholders) and returns its rows as tuples."""
+    where, params = run_where(dialect, **filters)
+    statuses = {str(s): int(n) for s, n in query(f"SELECT status, COUNT(*) FROM runs{where} GROUP BY status", params)}
+    done = _and(where, "status NOT IN ('running', 'error')")
+    completed = ", ".join(f"'{s}'" for s in COMPLETION_STATUSES)
+    row = query("SELECT COUNT(*), "
+                f"SUM(CASE WHEN status IN ({completed}) THEN 1 ELSE 0 END), "
+                "SUM(COALESCE(steps, 0)), SUM(COALESCE(looped, 0)), SUM(COALESCE(invented, 0)), "
+                "SUM(COALESCE(hitl, 0)), SUM(COALESCE(cost, 0)), SUM(COALESCE(tokens, 0)) "
+                f"FROM runs{done}", params)[0]
+    n = int(row[0] or 0)
+    p95 = None
+    if n:
+        k = max(0, math.ceil(0.95 * n) - 1)
+        got = query(f"SELECT COALESCE(steps, 0) AS s FROM runs{done} ORDER BY s LIMIT 1 OFFSET {k}", params)
+        p95 = int(got[0][0]) if got else None
+
+    def share(value: Any, digits: int = 4) -> float | None:
+        return round(float(value or 0) / n, digits) if n else None
+
+    return {
+        "completion_rate": share(row[1]),
+        "steps_mean": share(row[2]),
+        "steps_p95": p95,
+        "loop_trigger_rate": share(row[3]),
+        "invented_completion_rate": share(row[4]),
+        "hitl_rate": share(row[5]),
+        "cost_mean": share(row[6], 6),
+        "tokens_mean": share(row[7], 1),
+        "runs": n,
+        "errors": statuses.get("error", 0),
+        "running": statuses.get("running", 0),
+        "statuses": dict(sorted((s, c) for s, c in statuses.items() if s not in LEFT_OUT)),
+    }
+
+
+def keep_clause(dialect: str, keep_evals: Iterable[str]) -> tuple[str, list[Any]]:
+    """(SQL true for a run or eval whose eval id matches one of the globs, params)."""
+    clauses, params = [], []
+    for glob in keep_evals:
+        if dialect == "sqlite":
+            clauses.append("COALESCE(eval_id, '') GLOB ?")
+            params.append(glob)
+        else:
+            clauses.append("COALESCE(eval_id, '') LIKE ? ESCAPE '\\'")
+            params.append(like_pattern(glob))
+    return ("(" + " OR ".join(clauses) + ")" if clauses else "(1=0)"), params
+
+
+def placeholders(values: Iterable[Any]) -> str:
+    return ",".join("?" for _ in values)

@@ -1,0 +1,177 @@
+"""A store that holds a year of runs, on both backends: per-run metrics kept in
+the run's row (stats as aggregate queries, equal to reading every run's
+events), keyset pages, info, prune, vacuum, check, copy between backends with
+every digest kept; SQLite: migration fills the metrics, damage is found."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.cli import app
+from tether.report import metrics
+from tether.store import open_store
+
+RUNS = [("C4-LD-01", "policy:stubborn", "on", "ld-on"), ("C4-LD-01", "policy:stubborn", "off", "ld-off"),
+        ("C4-PA-02", "policy:steady", "on", "pa-1"), ("C4-PA-02", "policy:quitter", "on", "pa-2"),
+        ("C4-PA-02", "policy:steady", "off", "pa-3")]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def fill(url: str) -> None:
+    for case, model, guards, rid in RUNS:
+        res = invoke("run", case, "--model", model, "--guards", guards, "--max-steps", "8", "--run-id", rid,
+                     "--store", url)
+        assert res.exit_code in (0, 1, 3) and "Traceback" not in res.output, res.output
+
+
+@pytest.fixture
+def filled(store_url):
+    fill(store_url)
+    return store_url
+
+
+def test_stats_from_the_rows_equal_stats_from_every_event(filled):
+    db = open_store(filled)
+    runs = db.list_runs(100)
+    assert len(runs) == len(RUNS) and all(r["steps"] is not None for r in runs)
+    from_events = metrics.compute(db, runs)
+    from_rows = metrics.compute(db)
+    assert from_rows == from_events
+    assert from_rows["loop_trigger_rate"] > 0 and from_rows["steps_p95"] >= from_rows["steps_mean"]
+    assert metrics.compute(db, model="policy:st*") == metrics.compute(
+        db, [r for r in runs if r["model"].startswith("policy:st")])
+    out = invoke("stats", "--json", "--store", filled).output
+    assert '"runs": 5' in out
+
+
+def test_runs_list_pages_with_a_keyset_cursor(filled):
+    db = open_store(filled)
+    seen, cursor = [], None
+    while True:
+        page = db.list_runs(2, before=cursor)
+        if not page:
+            break
+        seen += [r["run_id"] for r in page]
+        cursor = db.run_cursor(page[-1]["run_id"])
+    assert seen == [r["run_id"] for r in db.list_runs(100)] and len(set(seen)) == len(RUNS)
+    first = invoke("runs", "list", "--limit", "2", "--store", filled).output
+    last_line = first.strip().splitlines()[-1]
+    assert "2 of 5 run(s)" in last_line and "--before " in last_line
+    after = last_line.split("--before ")[1].split()[0]
+    second = invoke("runs", "list", "--limit", "2", "--before", after, "--store", filled).output
+    assert seen[2] in second and seen[0] not in second and seen[1] not in second
+
+
+def test_the_viewer_index_is_one_page_with_metrics_over_every_match(filled):
+    from tether.report.html.server import Viewer
+
+    viewer = Viewer(open_store(filled, read_only=True))
+    viewer.PAGE = 2
+    html = viewer.index({})
+    assert html.count('name="run" value=') == 2 and "older runs" in html and "2 of 5 run(s)" in html
+    filtered = viewer.index({"q": "pa-"})
+    assert filtered.count('name="run" value=') == 2 and "2 of 3 run(s)" in filtered
+
+
+def test_info_prune_and_vacuum(filled):
+    db = open_store(filled)
+    db.create_eval("e-keep", "c4", {})
+    db.create_run("kept-trial", model="m", kind="eval", eval_id="e-keep")
+    db.finish_run("kept-trial", "completed", "", "")
+    info = db.info()
+    assert info["runs"] == len(RUNS) + 1 and info["evals"] == 1 and info["oldest"] <= info["newest"]
+    out = invoke("store", "info", "--store", filled).output
+    assert f"{len(RUNS) + 1} run(s)" in out and "1 eval(s)" in out
+    out = invoke("store", "prune", "--older-than", "0d", "--keep-evals", "e-k*", "--store", filled).output
+    assert f"pruned {len(RUNS)} run(s) and 0 eval(s)" in out, out
+    assert [r["run_id"] for r in db.list_runs(10)] == ["kept-trial"]
+    assert db.events("pa-1") == [] and db.checkpoint_count("pa-1") == 0
+    res = invoke("store", "vacuum", "--store", filled)
+    assert res.exit_code == 0 and "vacuumed" in res.output
+    assert invoke("store", "check", "--store", filled).exit_code == 0
+
+
+def test_copy_both_ways_keeps_every_digest(filled, new_store_url, backend):
+    other = "postgresql" if backend == "sqlite" else "sqlite"
+    there, back = new_store_url(other), new_store_url(backend)
+    res = invoke("store", "copy", filled, there)
+    assert res.exit_code == 0 and f"{len(RUNS)} digest(s) recomputed, all equal" in res.output, res.output
+    res = invoke("store", "copy", there, back)
+    assert res.exit_code == 0, res.output
+    a, b = open_store(filled), open_store(back)
+    for run in a.list_runs(100):
+        got = b.get_run(run["run_id"])
+        assert got["digest"] == run["digest"] and got["steps"] == run["steps"]
+        assert b.events(run["run_id"]) == a.events(run["run_id"])
+        assert b.latest_checkpoint(run["run_id"]) == a.latest_checkpoint(run["run_id"])
+    again = invoke("store", "copy", filled, back)
+    assert again.exit_code == 2 and "already holds" in again.output
+
+
+# -- SQLite: migration, damage --------------------------------------------------------------
+@pytest.fixture
+def sqlite_filled(tmp_path):
+    path = str(tmp_path / "runs.db")
+    fill(path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return path
+
+
+def test_an_older_store_gets_its_metrics_on_migration(sqlite_filled):
+    want = metrics.compute(open_store(sqlite_filled))
+    con = sqlite3.connect(sqlite_filled)
+    con.execute("UPDATE runs SET steps=NULL, tool_calls=NULL, tokens=NULL, cost=NULL, trips=NULL, looped=NULL, "
+                "invented=NULL, hitl=NULL")
+    con.execute("PRAGMA user_version=4")
+    con.commit()
+    con.close()
+    db = open_store(sqlite_filled)
+    assert all(r["steps"] is not None for r in db.list_runs(100))
+    assert metrics.compute(db) == want
+
+
+def test_a_bad_header_is_found_at_open(sqlite_filled):
+    with open(sqlite_filled, "r+b") as fh:
+        fh.seek(16)
+        fh.write(b"\x00\x03")                    # page size 3: no SQLite file has that
+    res = invoke("runs", "list", "--store", sqlite_filled)
+    assert res.exit_code == 2 and "damaged" in res.output and "page size" in res.output and ".recover" in res.output
+
+
+def test_a_damaged_page_is_found_by_store_check(sqlite_filled):
+    con = sqlite3.connect(sqlite_filled)
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name='runs_by_created'").fetchone()[0]
+    con.close()
+    with open(sqlite_filled, "r+b") as fh:                  # scribble over an index page
+        fh.seek((root - 1) * page_size)
+        fh.write(b"\x0d" + b"\xff" * 200)
+    assert invoke("runs", "show", "pa-1", "--store", sqlite_filled).exit_code in (0, 2)   # opening stays cheap
+    res = invoke("store", "check", "--store", sqlite_filled)
+    assert res.exit_code == 2 and "damaged" in res.output and sqlite_filled in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+def test_tether_store_names_the_store_and_no_password_is_shown(filled, monkeypatch):
+    monkeypatch.setenv("TETHER_STORE", filled)
+    out = invoke("runs", "list", "--limit", "1").output
+    assert "1 of 5 run(s)" in out and filled.split("?")[0] in out
+    from tether.store.connect import redact, store_spec
+
+    assert store_spec("postgresql://u@h:5432/db") == "postgresql://u@h:5432/db"      # not folded like a path
+    assert redact("postgresql://tether:s3cret@db.internal/tether") == "postgresql://tether@db.internal/tether"
+
+
+def test_a_store_url_that_cannot_be_reached_is_one_clear_line():
+    pytest.importorskip("psycopg")
+    res = invoke("runs", "list", "--store", "postgresql://nobody:s3cret@127.0.0.1:1/none")
+    assert res.exit_code == 2 and "cannot be reached" in res.output and "s3cret" not in res.output
+    assert "Traceback" not in res.output
