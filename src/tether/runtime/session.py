@@ -23,27 +23,31 @@ driver catches it and finishes the run. Nothing here is C4-specific.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import os
 import socket
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from ..errors import LeaseLost, ModelFailure, RunAborted, RunStop, UsageError
+from ..errors import LeaseLost, ModelFailure, ResumeDiverged, RunAborted, RunStop, UsageError
 from ..events import (
     AgentMessage,
     GuardTripped,
     ModelDecisionEvent,
     ModelRequestEvent,
     RunFinished,
+    RunResumed,
     RunStarted,
     ToolCallEvent,
     ToolResultEvent,
     Trajectory,
     UserMessage,
     message_delta,
+    outcome_of,
 )
 from ..guards import GuardContext, Verdict
 from ..guards._base import GuardChain, Trip
@@ -168,6 +172,37 @@ def _stale_lease(row: dict) -> bool:
     return False
 
 
+class LeaseHeartbeat:
+    """Renews a run's lease from a thread while a tool runs: a tool may block the
+    event loop (a synchronous tool) for longer than the lease lives. ``lost`` says
+    that a renewal found the lease held by someone else (the session then stops
+    before it writes anything)."""
+
+    def __init__(self, store: Any, run_id: str, holder: str):
+        self.store, self.run_id, self.holder = store, run_id, holder
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"tether-lease-{run_id}")
+
+    def _beat(self) -> None:
+        ttl = LEASE_TTL_S
+        while not self._stop.wait(ttl / 3):
+            try:
+                if not self.store.renew_lease(self.run_id, self.holder, ttl):
+                    self.lost = True
+                    return
+            except Exception:  # noqa: BLE001 - a busy store: the next renewal (or checkpoint) decides
+                continue
+
+    def __enter__(self) -> "LeaseHeartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
 # Called with (session, event) for every event a session records (tether.report.otel's live export).
 EVENT_LISTENERS: list[Callable[["RunSession", Any], None]] = []
 
@@ -216,6 +251,14 @@ class RunSession:
         self.stopped_by: Any = None
         self.finished: RunResult | None = None
         self._tool_lock: asyncio.Lock | None = None
+        self.lease_lost = False                   # another process took the run over: write nothing more
+        self._heartbeat: LeaseHeartbeat | None = None
+        self._last_checkpoint: tuple | None = None
+        # A run resumed by replay (a framework agent): recorded events not yet re-reached,
+        # the resume event to write when they are, the simulated user's state at the checkpoint.
+        self._replay: collections.deque | None = None
+        self._resumed: RunResumed | None = None
+        self._resumed_user: Any = None
         from .gates import default_gates
         self.gates = default_gates(self)
         if holder is None:
@@ -243,24 +286,30 @@ class RunSession:
                                eval_id=config.eval_id, tool_specs=session.specs))
         return session
 
-    def conversation(self, message: str | None = None, history: Sequence[Turn] = ()) -> None:
-        """Record the conversation the run starts from and seed the messages."""
+    def conversation(self, message: str | None = None, history: Sequence[Turn] = (), *, record: bool = True) -> None:
+        """Record the conversation the run starts from and seed the messages
+        (``record=False``: seed only; a run resumed by replay has it recorded)."""
         s = self.state
+        add = self.add if record else (lambda event: event)
         if self.config.system_prompt:
             s.messages.append(Message(role="system", content=self.config.system_prompt))
         for turn in history:
             if turn.role == "user":
-                self.add(UserMessage(content=turn.content, source="history"))
+                add(UserMessage(content=turn.content, source="history"))
                 s.messages.append(Message(role="user", content=turn.content))
             else:
-                self.add(AgentMessage(content=turn.content, kind="question" if turn.question else "text",
-                                      source="history"))
+                add(AgentMessage(content=turn.content, kind="question" if turn.question else "text",
+                                 source="history"))
                 s.messages.append(Message(role="assistant", content=turn.content))
         if message is not None:
-            self.add(UserMessage(content=message, source="input"))
+            add(UserMessage(content=message, source="input"))
             s.messages.append(Message(role="user", content=message))
 
     def add(self, event):
+        if self._replay is not None:
+            recorded = self._replayed(event)
+            if recorded is not None:
+                return recorded
         event.at_ms = round((self.clock() - self.t0) * 1000, 3)
         event = self.trajectory.append(event)
         for listener in EVENT_LISTENERS:     # observers (live OpenTelemetry export); they must not raise
@@ -276,17 +325,126 @@ class RunSession:
         self._persisted = len(self.trajectory)
 
     def checkpoint(self, phase: str) -> None:
-        """One checkpoint per step boundary and per tool result (runs with a store).
-        Renews the run's lease; a session that lost it stops (another process took over)."""
+        """A checkpoint (runs with a store), taken by the session itself at the
+        boundaries it owns: before each model request, after each model decision
+        with tool calls, before and after each tool call. Renews the run's lease;
+        a session that lost it stops (another process took over). A boundary with
+        nothing new since the last checkpoint writes nothing; a run re-reaching
+        its record (resumed by replay) only renews the lease."""
         if self.store is None:
             return
-        if not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
-            raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
-                            "another process took it over after it expired, so this one stops")
+        self.hold_lease()
+        if self._replay is not None:
+            return
+        mark = (len(self.trajectory), self.state.step, len(self.state.pending_calls))
+        if mark == self._last_checkpoint:
+            return
         batch = self.trajectory.events[self._persisted:]
         self.store.save_checkpoint(self.run_id, self.state.step, phase, len(self.trajectory), self.snapshot(),
                                    events=[(e.seq, e.model_dump(mode="json")) for e in batch])
         self._persisted = len(self.trajectory)
+        self._last_checkpoint = mark
+
+    def hold_lease(self) -> None:
+        """Renew the run's lease, or raise LeaseLost (writing nothing) when another
+        process holds it now: checked before every checkpoint and before a side
+        effect's outcome is written to the ledger."""
+        if self.store is None:
+            return
+        hb = self._heartbeat
+        if self.lease_lost or (hb is not None and hb.lost) or \
+                not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
+            self.lease_lost = True
+            raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
+                            "another process took it over after it expired, so this one stops without "
+                            "writing anything more")
+
+    # -- resume by replay ----------------------------------------------------------------
+    def begin_replay(self, events: list, resumed: RunResumed, user_state: Any = None) -> None:
+        """Re-reach a recorded run: the agent runs again from the start; its model
+        requests are answered with the recorded responses (:meth:`replayed_response`),
+        its tool calls with the recorded results, and each event it makes is matched
+        with the recorded one instead of being written again. When the record is
+        used up the run goes live (``resumed`` is written there)."""
+        self._replay = collections.deque(events)
+        self._resumed, self._resumed_user = resumed, user_state
+        if not self._replay:
+            self._go_live()
+
+    @property
+    def replaying(self) -> bool:
+        return self._replay is not None
+
+    def replayed_response(self) -> ModelResponse | None:
+        """While replaying: the agent's recorded response to the request just made
+        (an adapter hands it to the framework instead of asking the model); None when live."""
+        if self._replay is None:
+            return None
+        nxt = self._replay[0] if self._replay else None
+        if isinstance(nxt, ModelDecisionEvent) and nxt.role == "agent":
+            return ModelResponse(decision=Decision(kind=nxt.kind, tool_calls=list(nxt.tool_calls), text=nxt.text),
+                                 usage=nxt.usage)
+        self._go_live()
+        return None
+
+    def _replayed(self, event: Any) -> Any:
+        """Match ``event`` with the next recorded one; the recorded event (kept as it was)."""
+        replay = self._replay
+        while replay and isinstance(replay[0], RunResumed):       # an earlier resume of the run
+            self.trajectory.append(replay.popleft())
+        if not replay:
+            self._go_live()
+            return None
+        recorded = replay[0]
+        same = recorded.type == event.type
+        if same and isinstance(event, ToolCallEvent):
+            same = (recorded.tool, recorded.arguments) == (event.tool, event.arguments)
+        if not same:
+            what = f"{event.type}" + (f" {event.tool}({canonical_json(event.arguments)})"
+                                      if isinstance(event, ToolCallEvent) else "")
+            raise ResumeDiverged(f"run {self.run_id}: resuming by replay, the agent did not repeat its record at "
+                                 f"event {recorded.seq}: recorded {recorded.type}, now {what}; an agent resumed "
+                                 "by replay must make the same requests and calls given the same answers")
+        replay.popleft()
+        self.trajectory.append(recorded)
+        if not replay:
+            self._go_live()
+        return recorded
+
+    def _replayed_result(self, call: ToolCallRequest) -> ToolResult | None:
+        """The recorded result of ``call`` (gate events before it re-reached as recorded);
+        None when the record has none to give (the run goes live for this call)."""
+        replay = self._replay
+        while replay and not (isinstance(replay[0], ToolResultEvent) and replay[0].call_id == call.id):
+            if isinstance(replay[0], (ToolCallEvent, ModelDecisionEvent, ModelRequestEvent)):
+                break
+            self.trajectory.append(replay.popleft())
+        if replay and isinstance(replay[0], ToolResultEvent) and replay[0].call_id == call.id:
+            r = replay[0]
+            if r.error_type != "awaiting_approval":
+                return ToolResult(ok=r.ok, data=r.data, error=r.error, error_type=r.error_type, source=r.source)
+            # a call paused for a human: the record ends there; it is asked again, live
+            while replay:
+                self.trajectory.append(replay.popleft())
+            self._go_live()
+            self.add(ToolCallEvent(step=self.state.step, call_id=call.id, tool=call.name, arguments=call.arguments))
+            return None
+        while replay:
+            self.trajectory.append(replay.popleft())
+        self._go_live()
+        return None
+
+    def _go_live(self) -> None:
+        if self._replay is None:
+            return
+        self._replay = None
+        load_user = getattr(self.user, "load_state", None)
+        if self._resumed_user is not None and callable(load_user):
+            load_user(self._resumed_user)
+        if self._resumed is not None:
+            resumed, self._resumed = self._resumed, None
+            resumed.step = self.state.step
+            self.add(resumed)
 
     def snapshot(self) -> dict[str, Any]:
         user_state = getattr(self.user, "state", None)
@@ -308,6 +466,9 @@ class RunSession:
         """Record ``run_finished`` (once) and return the result."""
         if self.finished is not None:
             return self.finished
+        if self.lease_lost:
+            raise LeaseLost(f"run {self.run_id}: this process no longer holds the run's lease; not finishing it")
+        self._go_live()
         self.add(RunFinished(status=status, reply=reply, steps=self.state.step, usage=self.state.usage, error=error,
                              reason=reason, error_kind=error_kind))  # type: ignore[arg-type]
         if self.store is not None:
@@ -326,6 +487,15 @@ class RunSession:
     def let_go(self) -> None:
         """This process stops driving the run (its lease is stale from now on if still held)."""
         _DRIVING.discard(self.holder)
+
+    def abandon(self) -> None:
+        """Stop after losing the lease: nothing more is written (the new holder drives the run)."""
+        self.lease_lost = True
+        self.let_go()
+        try:
+            _CURRENT.reset(self._token)
+        except ValueError:
+            _CURRENT.set(None)
 
     # -- guards ---------------------------------------------------------------------
     def ctx(self) -> GuardContext:
@@ -367,6 +537,7 @@ class RunSession:
         """Start a step: ask the guards, then return the request to send with the
         pinned text first and undelivered hints last. Raises RunStop."""
         s = self.state
+        self.checkpoint("before_model")
         if s.step >= self.config.max_steps:
             raise RunStop(TerminalStatus.STEP_LIMIT, s.last_text, f"step cap {self.config.max_steps} reached")
         s.step += 1
@@ -405,6 +576,8 @@ class RunSession:
             s.last_text = decision.text
         if decision.tool_calls:          # the conversation the session keeps (and checkpoints)
             s.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
+            s.pending_calls = list(decision.tool_calls)       # made one by one through tool(); each leaves it
+            self.checkpoint("calls_pending")
         return decision
 
     def record_side(self, request: ModelRequest, response: ModelResponse, *, role: str, model: str,
@@ -421,7 +594,7 @@ class RunSession:
         self.record_request(request, model=name, role=role)
         started = time.perf_counter()
         try:
-            response = await model.request(request)
+            response = self.replayed_response() or await model.request(request)
         except (UsageError, ModelFailure, RunAborted):
             raise
         except Exception as exc:
@@ -464,6 +637,12 @@ class RunSession:
         """Record the agent's question and return the simulated user's answer (None: no answer)."""
         self.add(AgentMessage(content=question, kind="question", source="model", step=self.state.step))
         self.state.messages.append(Message(role="assistant", content=question))
+        nxt = self._replay[0] if self._replay else None
+        if isinstance(nxt, UserMessage) and nxt.source == "simulator":     # resumed by replay: as recorded
+            self.add(UserMessage(content=nxt.content, source="simulator"))
+            self.state.messages.append(Message(role="user", content=nxt.content))
+            return nxt.content
+        self._go_live()
         if self.user is None:
             return None
         answer = await self.user.reply(question, self.trajectory)
@@ -485,6 +664,7 @@ class RunSession:
 
     async def _tool(self, call: ToolCallRequest) -> ToolResult:
         s = self.state
+        self.checkpoint("before_tool")
         self.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name, arguments=call.arguments))
         verdict = await self.ask("before_tool", call)
         started = time.perf_counter()
@@ -499,25 +679,45 @@ class RunSession:
                                         "invalid_arguments", source="runner")
         else:
             result = self.tools.check(call.name, call.arguments)
+            if result is None and self._replay is not None:
+                result = self._replayed_result(call)
             if result is None:
                 try:
-                    result = await self.gates.run(call)
+                    result = await self._gated(call)
                 except RunStop as exc:
                     if exc.result is None:
                         raise
                     result, stop = exc.result, exc
         event = self.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=result.ok, data=result.data,
                                          error=result.error, error_type=result.error_type, source=result.source,
-                                         duration_ms=round((time.perf_counter() - started) * 1000, 3)))
+                                         outcome=outcome_of(result.source, result.error_type), duration_ms=round((time.perf_counter() - started) * 1000, 3)))
         if not (stop is not None and stop.requeue):      # a paused call is asked again on resume
             s.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                       content=canonical_json(result.for_model())))
+            if s.pending_calls and s.pending_calls[0].id == call.id:
+                s.pending_calls.pop(0)
+        self.checkpoint("after_tool")
         if stop is not None:
             raise stop
         if verdict is None:
             after = await self.ask("after_tool", call, event)
             if after is not None and after.action != "block":
                 raise self.stop(after)
+        return result
+
+
+    async def _gated(self, call: ToolCallRequest) -> ToolResult:
+        """The gates and the tool, the lease kept alive meanwhile (a tool may outlive it)."""
+        if self.store is None:
+            return await self.gates.run(call)
+        with LeaseHeartbeat(self.store, self.run_id, self.holder) as hb:
+            self._heartbeat = hb
+            try:
+                result = await self.gates.run(call)
+            finally:
+                self._heartbeat = None
+        if hb.lost:
+            self.hold_lease()
         return result
 
 
