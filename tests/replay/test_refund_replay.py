@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tether import Decision, FunctionModel, ModelRequest, RunConfig, ScriptedModel, run_agent
+from tether.events import TRACE_VERSION
 from tether.replay import (
     Cassette,
     ContainsAll,
@@ -206,7 +207,7 @@ async def test_the_cassette_is_readable_versioned_json(cassette_dir, refund_worl
     events = doc["events"]
     lines = text.splitlines()
     assert sum(1 for line in lines if line.startswith('    {"seq": ')) == len(events)
-    assert events[0]["type"] == "run_started" and events[0]["version"] == 2 and events[0]["kind"] == "cassette"
+    assert events[0]["type"] == "run_started" and events[0]["version"] == TRACE_VERSION and events[0]["kind"] == "cassette"
     assert [s["name"] for s in events[0]["tool_specs"]] == ["get_order", "check_refund", "create_refund"]
     result = next(e for e in events if e["type"] == "tool_result")
     assert {k: result[k] for k in ("step", "tool", "ok", "data", "source")} == {

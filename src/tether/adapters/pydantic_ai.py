@@ -206,7 +206,8 @@ class TetherCapability(AbstractCapability[Any]):
                                                   messages=_with_system(request_context.messages, pinned, hints))
         s.record_request(sent, model=getattr(self._model, "model_name", ""), params={})
         t0 = time.perf_counter()
-        response = await handler(request_context)
+        replayed = s.replayed_response()      # a run resumed by replay: the recorded answer, not the model's
+        response = response_of(replayed.decision, replayed.usage) if replayed else await handler(request_context)
         decision = decision_of(response, specs, sent.step)
         tether_response = ModelResponse(decision=decision, usage=_usage(response))
         recorded = s.record_response(tether_response, latency_ms=round((time.perf_counter() - t0) * 1000, 3))

@@ -221,7 +221,7 @@ class LoopGuard(BaseGuard):
                     self.same_result = [rkey, 1, False, sig]
         if len(self.calls) > cfg.window:
             self._evict(self.calls.popleft())
-        if not ok and result.source not in ("runner", "guard", "approval"):
+        if not ok and result.executed:
             self.failed[tool] = [error_signature(result), index]
         elif ok:
             self.failed.pop(tool, None)

@@ -5,6 +5,7 @@ reasons listed under it), and failure attributions."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -114,8 +115,11 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
             if cr.verdict in ("fail", "unclear"):
                 reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
     console.print(table)
-    console.print("  call = tool calls · same = most repeats of one exact call · rtry = calls repeating an "
+    console.print("  call = tool calls executed · same = most repeats of one exact call · rtry = calls repeating an "
                   "unsuccessful call · strt = distinct recovery strategies · ask = questions to the user", style="dim")
+    console.print("  tool calls by outcome (last trials): " + outcome_summary(c for case in run.cases
+                                                                              for c in [case.trials[-1].counters]),
+                  style="dim", highlight=False)
     for case_id, verdict, why in reasons:
         line = Text(f"  {case_id} ")
         line.append(verdict, style=VERDICT_STYLE[verdict])
@@ -186,3 +190,15 @@ def render_attributions(run: ModelRunResult, console: Console, lang: str = "en")
             ),
             highlight=False, soft_wrap=True,
         )
+
+
+def outcome_summary(counters: Any) -> str:
+    """Tool calls by outcome summed over ``counters`` (tether.events.Outcome's labels)."""
+    from ..events import Outcome
+
+    labels = {o.value: o.label for o in Outcome}
+    total: dict[str, int] = {}
+    for c in counters:
+        for k, n in c.outcomes.items():
+            total[k] = total.get(k, 0) + n
+    return " · ".join(f"{labels.get(k, k)} {n}" for k, n in total.items()) or "none recorded"
