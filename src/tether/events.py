@@ -212,6 +212,12 @@ class ToolResultEvent(_Event):
         """The call reached the tools (see :class:`Outcome`)."""
         return self.outcome.executed
 
+    @property
+    def took_effect(self) -> bool:
+        """The call's effect is there: it reached the tools, or the side-effect ledger
+        answers that an earlier attempt of it did (evidence, a 'done' item)."""
+        return self.outcome.executed or self.outcome is Outcome.LEDGER
+
 
 class GuardTripped(_Event):
     type: Literal["guard_tripped"] = "guard_tripped"
