@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import i18n
-from ..events import ToolResultEvent, Trajectory
+from ..events import Outcome, ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from ._base import BaseGuard, GuardContext, Verdict
@@ -101,8 +101,9 @@ class ResultGuard(BaseGuard):
     def ledger(self, trajectory: Trajectory) -> Ledger:
         out = Ledger()
         for call, result in trajectory.calls_with_results():
-            if result is not None and not result.took_effect:
-                continue
+            if result is not None and (result.outcome is Outcome.BLOCKED or (
+                    result.outcome is Outcome.HELD and result.error_type != "outcome_unknown")):
+                continue             # never sent: a guard or an approval held it
             label = f"{call.tool}({_short(call.arguments)})"
             if result is None:
                 out.not_done.append(f"{label}: no result")
