@@ -144,6 +144,17 @@ def test_a_crash_retry_of_identical_effects_executes_each_once(tmp_path, crash_a
     statuses = [e.status for e in result.trajectory.of_type(SideEffectEvent)]
     assert ("replayed" if where == "after_ledger" else "resolved") in statuses
     assert [e["status"] for e in store.effects("r1")] == ["done", "done"]
+    # runs show: each ledger row says how the run's calls on it ended, truthfully
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    shown = CliRunner().invoke(app, ["runs", "show", "r1", "--store", str(tmp_path / "t.db")],
+                               env={"COLUMNS": "250"}, catch_exceptions=False).output
+    ledger_rows = [ln for ln in shown.splitlines() if ln.split()[1:3] == ["create_refund", "done"]]
+    assert len(ledger_rows) == 2
+    assert ("answered from the ledger 1" in ledger_rows[crash_after - 1]) == (where == "after_ledger")
+    assert "executed 1" in ledger_rows[2 - crash_after]
 
 
 def gate(fn, timeout=5.0, rules=None):

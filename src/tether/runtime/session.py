@@ -254,6 +254,7 @@ class RunSession:
         self.lease_lost = False                   # another process took the run over: write nothing more
         self._heartbeat: LeaseHeartbeat | None = None
         self._last_checkpoint: tuple | None = None
+        self._renewed_at = time.monotonic()       # the lease was just taken (or renewed by the caller)
         # A run resumed by replay (a framework agent): recorded events not yet re-reached,
         # the resume event to write when they are, the simulated user's state at the checkpoint.
         self._replay: collections.deque | None = None
@@ -333,31 +334,37 @@ class RunSession:
         its record (resumed by replay) only renews the lease."""
         if self.store is None:
             return
-        self.hold_lease()
-        if self._replay is not None:
-            return
         mark = (len(self.trajectory), self.state.step, len(self.state.pending_calls))
-        if mark == self._last_checkpoint:
+        if self._replay is not None or mark == self._last_checkpoint:
+            self.hold_lease(recent_ok=True)
             return
+        self.hold_lease()
         batch = self.trajectory.events[self._persisted:]
         self.store.save_checkpoint(self.run_id, self.state.step, phase, len(self.trajectory), self.snapshot(),
                                    events=[(e.seq, e.model_dump(mode="json")) for e in batch])
         self._persisted = len(self.trajectory)
         self._last_checkpoint = mark
 
-    def hold_lease(self) -> None:
+    def hold_lease(self, *, recent_ok: bool = False) -> None:
         """Renew the run's lease, or raise LeaseLost (writing nothing) when another
-        process holds it now: checked before every checkpoint and before a side
-        effect's outcome is written to the ledger."""
+        process holds it now: checked before every checkpoint written and before a
+        side effect's outcome is written to the ledger. ``recent_ok``: a boundary
+        that writes nothing skips the renewal when the last one is fresh (nobody
+        can take a lease before it expires)."""
         if self.store is None:
             return
         hb = self._heartbeat
+        now = time.monotonic()
+        if recent_ok and not self.lease_lost and not (hb is not None and hb.lost) \
+                and now - self._renewed_at < LEASE_TTL_S / 4:
+            return
         if self.lease_lost or (hb is not None and hb.lost) or \
                 not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
             self.lease_lost = True
             raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
                             "another process took it over after it expired, so this one stops without "
                             "writing anything more")
+        self._renewed_at = now
 
     # -- resume by replay ----------------------------------------------------------------
     def begin_replay(self, events: list, resumed: RunResumed, user_state: Any = None) -> None:
