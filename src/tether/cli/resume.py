@@ -93,6 +93,7 @@ async def _resume_with_agent(db: SQLiteStore, run: dict, agent_ref: str, tools_r
     agent = resolve_agent(agent_ref)()
     user = None
     max_steps = 30
+    system_prompt = None
     if tools_ref is not None:
         obj = plugins.load_object(tools_ref, what="tools")
         tools = obj if isinstance(obj, ToolSet) else obj() if callable(obj) else obj
@@ -102,13 +103,13 @@ async def _resume_with_agent(db: SQLiteStore, run: dict, agent_ref: str, tools_r
     elif run.get("case_id"):
         case = find_case(run["case_id"])
         tools, user = case_world(case, seed=0)
-        max_steps = case.max_steps
+        max_steps, system_prompt = case.max_steps, REFERENCE_SYSTEM_PROMPT       # as the harness ran it
     else:
         raise UsageError(f"run {run['run_id']} has no case to take its tools from; name them with --tools "
                          "MODULE:FACTORY (the same tools it was started with)")
     config = RunConfig(store=db, meta=run["meta"], max_steps=int(run["meta"].get("max_steps") or max_steps),
                        guards=tuple(guard_stack(run["guards"])()), guards_label=run["guards"], kind=run["kind"],
-                       eval_id=run.get("eval_id"))
+                       eval_id=run.get("eval_id"), system_prompt=system_prompt)
     return await resume_task(run["run_id"], agent, tools, store=db, user=user, config=config)
 
 
