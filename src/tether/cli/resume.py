@@ -90,6 +90,10 @@ async def _resume_with_agent(db: SQLiteStore, run: dict, agent_ref: str, tools_r
     from ..runtime.durable import resume_task
     from ..tools import ToolSet
 
+    if db.approvals(run["run_id"]):
+        raise UsageError(f"run {run['run_id']} went through approval gates, whose policy is not in the store; "
+                         "continue it from Python with the same gate: tether.runtime.durable.resume_task(..., "
+                         "config=RunConfig(store=..., approvals=...))")
     agent = resolve_agent(agent_ref)()
     user = None
     max_steps = 30
