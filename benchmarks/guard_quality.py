@@ -1,98 +1,355 @@
-"""Loop detection quality on a labelled corpus: recall, false alarms, stops.
+"""Loop detection quality on labelled corpora: recall, and hints / blocks /
+stops on legitimate runs, per corpus half and per family.
 
-    python benchmarks/guard_quality.py            # the table (markdown)
-    python benchmarks/guard_quality.py --items    # also every item's first trip
+    python benchmarks/guard_quality.py                     # every set found, tuning and held-out apart
+    python benchmarks/guard_quality.py --half tuning       # only the tuning half (never opens held-out files)
+    python benchmarks/guard_quality.py --corpus DIR ...    # other folders of JSON items (each searched recursively)
+    python benchmarks/guard_quality.py --items             # also every item's first trip
+    python benchmarks/guard_quality.py --rules             # also each loop rule alone
+    python benchmarks/guard_quality.py --write-traces D    # every JSON item as a JSONL trace in D (tether guard-check D)
 
-Each trajectory of ``tests/data/loop_corpus`` is fed through a guard stack by
-tether's offline path (:func:`tether.guards.offline.check_trace`, what
-``tether guard-check`` runs), for the reference stack (``guard_stack("on")``:
-budget + loop + result) and for each loop rule alone. Measures:
+Three sets, printed apart:
+
+* **tuning** and **held-out**: the corpus written blind (by people who had not
+  read ``src/tether/guards/``, from public threads), one JSON file per item
+  under ``tests/data/loop_corpus/**/tuning/`` and ``**/heldout/``. The rules
+  are tuned on the tuning half only; the held-out half is measured once rules
+  are frozen. A file's half is the name of a folder on its path.
+* **authors' corpus**: the 85 items of ``tests/data/loop_corpus/corpus.py``,
+  written by the same people as the rules (kept as a regression set).
+
+Each item is converted to a tether trajectory (the events ``tether
+guard-check`` reads: model request and decision, tool call and result, or a
+question to the user and the reply; items carry no timing, so each model turn
+is given 2 s, every other event 40 ms) and fed through the reference stack by
+tether's offline path (:func:`tether.guards.offline.check_trace`). Measures:
 
 * recall: loop items on which a guard tripped (hint, block or stop) by the
-  item's deadline action;
-* false alarms: ok items with any trip at all (a hint counts);
-* stops on ok items: ok items that a guard stopped, escalated or blocked a call in;
-* the median action at which caught loops were first caught.
+  item's ``trip_by`` (1-based agent action: a tool call or a question);
+* on ok items: items with a hint, with a block, with a stop (or escalation);
+  the floor is 0 blocks, 0 stops and at most 2% hints.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import statistics
 import sys
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "data" / "loop_corpus"))
 
-from corpus import Item, action_index, items  # noqa: E402
-
+from tether.errors import CaseFileError, FileLocation  # noqa: E402
+from tether.events import (  # noqa: E402
+    AgentMessage,
+    ModelDecisionEvent,
+    ModelRequestEvent,
+    RunFinished,
+    RunStarted,
+    ToolCallEvent,
+    ToolResultEvent,
+    Trajectory,
+    UserMessage,
+)
 from tether.guards.loop import RULES, LoopConfig, LoopGuard  # noqa: E402
 from tether.guards.offline import check_trace  # noqa: E402
 from tether.guards.stacks import guard_stack  # noqa: E402
+from tether.messages import DecisionKind, ToolCallRequest  # noqa: E402
+from tether.status import TerminalStatus  # noqa: E402
+
+CORPUS_ROOT = ROOT / "tests" / "data" / "loop_corpus"
+HALVES = ("tuning", "heldout")
+MAX_FILE_BYTES = 4_000_000
+MAX_ACTIONS = 5_000
+# The items carry no timing; they are runs of LLM agents, so each model turn is
+# given 2 s (a short LLM turn), every other event 40 ms. The same for every item.
+TURN_MS = 2000.0
 
 
-def first_trips(item: Item, make: Callable[[], Sequence]) -> tuple[int | None, bool]:
-    """(action index of the first trip or None, whether any trip stopped/blocked)."""
+@dataclass
+class Item:
+    id: str
+    label: str               # "loop" or "ok"
+    family: str
+    trajectory: Trajectory
+    trip_by: int | None = None
+    source: str = ""
+    half: str = "authors"    # tuning / heldout / authors
+    path: str = ""
+
+
+# -- the JSON corpus ---------------------------------------------------------------
+def half_of(path: Path) -> str | None:
+    """The half a file belongs to: the nearest folder on its path named tuning or heldout."""
+    for part in reversed(path.parts[:-1]):
+        if part in HALVES:
+            return part
+    return None
+
+
+def corpus_files(folders: Iterable[Path], half: str | None = None) -> list[Path]:
+    """JSON item files under ``folders`` (recursively), of one half or all.
+    A file of another half is never opened."""
+    out: list[Path] = []
+    for folder in folders:
+        folder = Path(folder)
+        files = [folder] if folder.is_file() else sorted(folder.rglob("*.json"))
+        out += [f for f in files if half is None or half_of(f) == half]
+    return out
+
+
+def _fail(path: str, what: str) -> CaseFileError:
+    return CaseFileError([(FileLocation(path), what)])
+
+
+def load_item(path: Path) -> Item:
+    """One JSON item as a trajectory; a file that is not an item is a
+    :class:`CaseFileError` naming the file and what is wrong."""
+    where = str(path)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise _fail(where, f"larger than {MAX_FILE_BYTES} bytes")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(where, f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise _fail(where, "not a JSON object")
+    label, actions = doc.get("label"), doc.get("actions")
+    if label not in ("loop", "ok"):
+        raise _fail(where, f"label must be 'loop' or 'ok', not {label!r}")
+    if not isinstance(actions, list) or not actions or len(actions) > MAX_ACTIONS:
+        raise _fail(where, f"actions must be a list of 1 to {MAX_ACTIONS} actions")
+    trip_by = doc.get("trip_by")
+    if label == "loop" and not (isinstance(trip_by, int) and 1 <= trip_by <= len(actions)):
+        raise _fail(where, f"a loop item needs trip_by, an action number from 1 to {len(actions)}; got {trip_by!r}")
+    source = doc.get("source")
+    source = source.get("url", "") if isinstance(source, dict) else str(source or "")
+    trajectory = _trajectory(where, str(doc.get("task") or ""), actions, doc.get("final"))
+    return Item(id=str(doc.get("id") or path.stem), label=label, family=str(doc.get("family") or "-"),
+                trajectory=trajectory, trip_by=trip_by if label == "loop" else None, source=source,
+                half=half_of(path) or "-", path=where)
+
+
+def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
+    """Events the way the run loop records them: per action a model request and
+    decision, then the tool call and its result, or the question and the reply
+    (no reply when ``answer`` is null)."""
+    tools = sorted({a["tool"] for a in actions if isinstance(a, dict) and isinstance(a.get("tool"), str)})
+    t = Trajectory()
+    clock = [0.0]
+
+    def add(event: Any) -> None:
+        clock[0] += TURN_MS if isinstance(event, ModelDecisionEvent) else 40.0
+        event.at_ms = clock[0]
+        t.append(event)
+
+    def decide(step: int, kind: DecisionKind, **kw: Any) -> None:
+        add(ModelRequestEvent(step=step, message_count=2 * step, tools=tools))
+        add(ModelDecisionEvent(step=step, kind=kind, **kw))
+
+    add(RunStarted(run_id="corpus", model="corpus", tools=tools))
+    add(UserMessage(content=task))
+    for step, action in enumerate(actions, 1):
+        if not isinstance(action, dict):
+            raise _fail(where, f"action {step} is not an object")
+        if "ask" in action:
+            question = str(action.get("ask") or "")
+            decide(step, DecisionKind.QUESTION, text=question)
+            add(AgentMessage(content=question, kind="question", step=step))
+            if action.get("answer") is not None:
+                add(UserMessage(content=str(action["answer"]), source="simulator"))
+            continue
+        tool, args, result = action.get("tool"), action.get("args", {}), action.get("result", {})
+        if not isinstance(tool, str) or not tool:
+            raise _fail(where, f"action {step} has neither a tool nor an ask")
+        if not isinstance(args, dict) or not isinstance(result, dict):
+            raise _fail(where, f"action {step}: args and result must be objects")
+        cid = f"call_{step}"
+        decide(step, DecisionKind.TOOL_CALLS, tool_calls=[ToolCallRequest(id=cid, name=tool, arguments=args)])
+        add(ToolCallEvent(step=step, call_id=cid, tool=tool, arguments=args))
+        ok = bool(result.get("ok", "error" not in result))
+        error = None if ok else str(result.get("error") or "error")
+        add(ToolResultEvent(step=step, call_id=cid, tool=tool, ok=ok, data=result.get("data") if ok else None,
+                            error=error, error_type=(str(result.get("error_type") or "tool_error")) if not ok else None))
+    if isinstance(final, str):
+        decide(len(actions) + 1, DecisionKind.FINAL, text=final)
+        add(RunFinished(status=TerminalStatus.COMPLETED, reply=final, steps=len(actions) + 1))
+    else:
+        add(RunFinished(status=TerminalStatus.STEP_LIMIT, reply="", steps=len(actions), reason="trajectory ends"))
+    return t
+
+
+def load_corpus(folders: Iterable[Path], half: str | None = None) -> list[Item]:
+    return [load_item(f) for f in corpus_files(folders, half)]
+
+
+def default_folders() -> list[Path]:
+    """The blind corpus in the repository: every folder named tuning / heldout under tests/data/loop_corpus."""
+    return sorted({p.parent for p in CORPUS_ROOT.rglob("*.json") if half_of(p)}) if CORPUS_ROOT.exists() else []
+
+
+def authors_items() -> list[Item]:
+    from corpus import items
+
+    return [Item(id=i.id, label=i.label, family=i.pattern, trajectory=i.trajectory, trip_by=i.trip_by,
+                 source=i.source, half="authors") for i in items()]
+
+
+# -- measuring ---------------------------------------------------------------------
+def action_index(trajectory: Trajectory) -> dict[int, int]:
+    """Event seq -> the 1-based agent action it belongs to (a tool call or a
+    question; a question decision belongs to the question it is about to ask)."""
+    out: dict[int, int] = {}
+    n = 0
+    for e in trajectory:
+        if isinstance(e, ToolCallEvent) or (isinstance(e, ModelDecisionEvent) and e.kind == DecisionKind.QUESTION):
+            n += 1
+        out[e.seq] = max(n, 1)
+    return out
+
+
+@dataclass
+class Outcome:
+    item: Item
+    first: int | None        # action of the first trip
+    hint: bool
+    block: bool
+    stop: bool
+    trips: list
+
+
+def run_item(item: Item, make: Callable[[], Sequence]) -> Outcome:
     trips = asyncio.run(check_trace(item.trajectory, list(make())))
     where = action_index(item.trajectory)
-    first = min((where.get(t.seq, 1) for t in trips), default=None)
-    hard = any(t.verdict.action in ("stop", "escalate", "block") for t in trips)
-    return first, hard
+    live = [t for t in trips if not t.after_stop]
+    first = min((where.get(t.seq, 1) for t in live), default=None)
+    kinds = {t.verdict.action for t in live}
+    return Outcome(item, first, "hint" in kinds, "block" in kinds, bool(kinds & {"stop", "escalate"}),
+                   [(where.get(t.seq, 1), t) for t in live])
 
 
 def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
-    loops = [i for i in corpus if i.label == "loop"]
-    oks = [i for i in corpus if i.label == "ok"]
-    caught_at: list[int] = []
-    missed: list[str] = []
-    for it in loops:
-        first, _ = first_trips(it, make)
-        if first is not None and first <= it.trip_by:
-            caught_at.append(first)
-        else:
-            missed.append(f"{it.id}" + (f" (at {first})" if first else ""))
-    alarms, stops = [], []
-    for it in oks:
-        first, hard = first_trips(it, make)
-        if first is not None:
-            alarms.append(it.id)
-        if hard:
-            stops.append(it.id)
-    return {"loops": len(loops), "oks": len(oks), "caught": len(caught_at), "missed": missed, "alarms": alarms,
-            "stops": stops, "median": statistics.median(caught_at) if caught_at else None}
+    outcomes = [run_item(i, make) for i in corpus]
+    loops = [o for o in outcomes if o.item.label == "loop"]
+    oks = [o for o in outcomes if o.item.label == "ok"]
+    caught = [o for o in loops if o.first is not None and o.first <= o.item.trip_by]
+    families: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(
+        ("loops", "caught", "oks", "hints", "blocks", "stops"), 0))
+    for o in loops:
+        f = families[o.item.family]
+        f["loops"] += 1
+        f["caught"] += o in caught
+    for o in oks:
+        f = families[o.item.family]
+        f["oks"] += 1
+        f["hints"] += o.hint
+        f["blocks"] += o.block
+        f["stops"] += o.stop
+    return {
+        "loops": len(loops), "oks": len(oks), "caught": len(caught),
+        "missed": [f"{o.item.id}" + (f" (at {o.first}, due {o.item.trip_by})" if o.first else "")
+                   for o in loops if o not in caught],
+        "hints": [o.item.id for o in oks if o.hint], "blocks": [o.item.id for o in oks if o.block],
+        "stops": [o.item.id for o in oks if o.stop],
+        "alarms": [o.item.id for o in oks if o.first is not None],
+        "median": statistics.median(o.first for o in caught) if caught else None,
+        "families": dict(sorted(families.items())), "outcomes": outcomes,
+    }
+
+
+def passes(m: dict) -> bool:
+    """The floor: recall >= 95%, hints on ok <= 2%, no block and no stop on ok."""
+    return (m["loops"] == 0 or m["caught"] / m["loops"] >= 0.95) and \
+        (m["oks"] == 0 or len(m["hints"]) / m["oks"] <= 0.02) and not m["blocks"] and not m["stops"]
+
+
+def family_passes(f: dict) -> bool:
+    return f["caught"] == f["loops"] and f["blocks"] == 0 and f["stops"] == 0 and f["hints"] == 0
 
 
 def rule_alone(rule: str) -> Callable[[], Sequence]:
     return lambda: (LoopGuard(LoopConfig(rules=frozenset({rule}))),)
 
 
-def main(argv: list[str]) -> None:
-    corpus = items()
-    rows = [("reference stack (on)", guard_stack("on"))] + [(f"loop: {r} alone", rule_alone(r)) for r in RULES]
-    results = [(name, measure(corpus, make)) for name, make in rows]
-    n_loop = results[0][1]["loops"]
-    n_ok = results[0][1]["oks"]
-    print(f"corpus: {len(corpus)} trajectories ({n_loop} loop, {n_ok} ok), tests/data/loop_corpus; "
-          "offline path (check_trace)\n")
-    print("| stack / rule | recall | false alarms (any trip on ok) | stops on ok | median action caught |")
-    print("|---|---:|---:|---:|---:|")
-    for name, m in results:
-        median = "-" if m["median"] is None else f"{m['median']:g}"
-        print(f"| {name} | {m['caught']}/{m['loops']} = {m['caught'] / m['loops']:.1%} | "
-              f"{len(m['alarms'])}/{m['oks']} = {len(m['alarms']) / m['oks']:.1%} | {len(m['stops'])} | {median} |")
-    ref = results[0][1]
-    print(f"\nreference stack: missed {', '.join(ref['missed']) or 'none'}; "
-          f"false alarms {', '.join(ref['alarms']) or 'none'}; stops on ok {', '.join(ref['stops']) or 'none'}")
-    if "--items" in argv:
-        make = guard_stack("on")
-        for it in corpus:
-            trips = asyncio.run(check_trace(it.trajectory, list(make())))
-            where = action_index(it.trajectory)
-            desc = "; ".join(f"{t.guard}.{t.verdict.rule} {t.verdict.action} @{where.get(t.seq)}" for t in trips[:3])
-            print(f"{it.id:34} {it.label:4} by {it.trip_by or '-':>2}  {desc or '-'}")
+def _pct(a: int, b: int) -> str:
+    return f"{a}/{b} = {a / b:.1%}" if b else "-"
+
+
+def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, items: bool = False,
+           rules: bool = False) -> dict:
+    m = measure(corpus, make)
+    print(f"## {title}: {len(corpus)} items ({m['loops']} loop, {m['oks']} ok)\n")
+    print("| stack | recall (by trip_by) | ok with a hint | ok with a block | ok with a stop | median action caught | floor |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    rows = [("reference stack (on)", m)]
+    if rules:
+        rows += [(f"loop: {r} alone", measure(corpus, rule_alone(r))) for r in RULES]
+    for name, r in rows:
+        median = "-" if r["median"] is None else f"{r['median']:g}"
+        print(f"| {name} | {_pct(r['caught'], r['loops'])} | {_pct(len(r['hints']), r['oks'])} | {len(r['blocks'])} | "
+              f"{len(r['stops'])} | {median} | {'meets' if passes(r) else 'MISSES'} |")
+    print("\n| family | loop items | caught | ok items | hints | blocks | stops | |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for fam, f in m["families"].items():
+        print(f"| {fam} | {f['loops']} | {f['caught']} | {f['oks']} | {f['hints']} | {f['blocks']} | {f['stops']} | "
+              f"{'ok' if family_passes(f) else 'MISS'} |")
+    print(f"\nmissed: {', '.join(m['missed']) or 'none'}")
+    print(f"hints on ok: {', '.join(m['hints']) or 'none'}; blocks on ok: {', '.join(m['blocks']) or 'none'}; "
+          f"stops on ok: {', '.join(m['stops']) or 'none'}\n")
+    if items:
+        for o in m["outcomes"]:
+            desc = "; ".join(f"{t.guard}.{t.verdict.rule} {t.verdict.action} @{at}" for at, t in o.trips[:3])
+            print(f"  {o.item.id:44} {o.item.label:4} by {o.item.trip_by or '-':>3}  {desc or '-'}")
+        print()
+    return m
+
+
+def write_traces(corpus: list[Item], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for it in corpus:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in it.id)[:120] or "item"
+        it.trajectory.save(out / f"{it.half}-{safe}.jsonl")
+    print(f"wrote {len(corpus)} traces to {out}/")
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", action="append", type=Path, help="a folder of JSON items (repeatable)")
+    p.add_argument("--half", choices=("tuning", "heldout", "authors", "all"), default="all")
+    p.add_argument("--items", action="store_true")
+    p.add_argument("--rules", action="store_true")
+    p.add_argument("--guards", default="on", help="the guard stack (default: the reference stack)")
+    p.add_argument("--write-traces", type=Path)
+    a = p.parse_args(argv)
+    folders = a.corpus or default_folders()
+    make = guard_stack(a.guards)
+    try:
+        if a.write_traces:
+            write_traces(load_corpus(folders, None if a.half == "all" else a.half), a.write_traces)
+            return 0
+        print(f"guards {a.guards!r}, offline path (check_trace); folders: "
+              f"{', '.join(str(f) for f in folders) or 'none'}\n")
+        ok = True
+        for half in ("tuning", "heldout"):
+            if a.half in (half, "all"):
+                corpus = load_corpus(folders, half)
+                if corpus:
+                    name = "tuning half (written blind)" if half == "tuning" else "held-out half (written blind, sealed)"
+                    ok &= passes(report(name, corpus, make, items=a.items, rules=a.rules))
+        if a.half in ("authors", "all"):
+            ok &= passes(report("authors' corpus (written by the rule authors, tests/data/loop_corpus/corpus.py)",
+                                authors_items(), make, items=a.items, rules=a.rules))
+    except CaseFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,7 @@
-"""Shared test setup: real model requests are forbidden in the whole suite."""
+"""Shared test setup: real model requests are forbidden in the whole suite; the
+session ends with the CPU seconds it cost (the default suite's budget: 150 s)."""
+
+import resource
 
 import pytest
 
@@ -25,3 +28,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.section("docs blocks")
         for page in sorted(report):
             terminalreporter.write_line(report[page])
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, sub = me.ru_utime + me.ru_stime, children.ru_utime + children.ru_stime
+    terminalreporter.write_line(f"CPU: {own + sub:.0f} s ({own:.0f} s in pytest, {sub:.0f} s in subprocesses; "
+                                "the default suite's budget is 150 s)")

@@ -104,6 +104,7 @@ def _flow(project: Path, pytest_cmd: str, env: dict[str, str]) -> list[str]:
     assert edited.returncode == 1, edited.stdout + edited.stderr
     assert "ReplayMismatch.ToolArguments at step 2: create_refund" in edited.stdout
     assert "amount: expected 19900, actual 199" in edited.stdout
+    assert "site-packages/tether" not in edited.stdout and "src/tether/" not in edited.stdout, edited.stdout
     return [record.stdout.strip().splitlines()[-1], replay.stdout.strip().splitlines()[-1],
             next(x for x in edited.stdout.splitlines() if x.startswith("FAILED"))]
 
@@ -111,7 +112,7 @@ def _flow(project: Path, pytest_cmd: str, env: dict[str, str]) -> list[str]:
 def test_the_pytest_snippet_records_replays_and_names_the_step(tmp_path):
     project = _project(tmp_path)
     env = scratch_env(tmp_path)             # PYTEST_PLUGINS: tether's plugin and pytest-asyncio, nothing else
-    print("\n".join(_flow(project, "pytest -q -p no:cacheprovider", env)))
+    print("\n".join(_flow(project, "pytest -q -p no:cacheprovider -W error::DeprecationWarning", env)))
 
 
 @pytest.mark.slow

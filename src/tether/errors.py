@@ -94,7 +94,8 @@ class UnknownModelSpec(UsageError):
         self.spec = spec
         self.known = known
         super().__init__(
-            f"unknown model spec {spec!r}; known prefixes: {', '.join(sorted(known))}"
+            f"unknown model spec {spec!r}; known prefixes: {', '.join(sorted(known))}; or your own model as "
+            "module:factory or path/to/file.py:factory"
         )
 
 

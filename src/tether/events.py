@@ -228,6 +228,16 @@ class GuardTripped(_Event):
     message: str
     numbers: dict[str, float | int | str] = Field(default_factory=dict)
 
+    @property
+    def name(self) -> str:
+        """``guard.rule`` as people read it: ``loop.identical``, ``budget.tool_calls``
+        (a rule already named after its guard is not prefixed twice)."""
+        return trip_name(self.guard, self.rule)
+
+
+def trip_name(guard: str, rule: str) -> str:
+    return rule if rule == guard or rule.startswith(f"{guard}.") else f"{guard}.{rule}"
+
 
 class SideEffectEvent(_Event):
     """The side-effect ledger at work: an intent written before a side-effecting

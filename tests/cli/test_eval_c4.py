@@ -101,7 +101,34 @@ def test_judge_criteria_are_unjudged_never_passed(results):
 
 def test_tables_are_printed(results):
     output, _, _ = results
-    assert "loop detection rate" in output and "C4-LD-01" in output and "failure type" in output
+    assert "loop detection rate" in output and "C4-LD-01" in output
+    assert re.search(r"\d+ of 16 cases need the judge \(add --judge MODEL\)", output)
+    assert "failure type" not in output                       # attributions: --verbose or the report
+
+
+def test_verbose_adds_counts_criteria_and_attribution(tmp_path):
+    res = runner.invoke(app, ["eval", "c4", "-m", "policy:stubborn", "-c", "C4-LD-01", "--store", str(tmp_path / "t.db"),
+                              "--verbose"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "failure type" in res.output and "LD-01." in res.output and "rtry" in res.output
+
+
+def test_piped_output_at_80_columns_keeps_every_case_id_whole(tmp_path):
+    """`COLUMNS=80 tether eval c4 | cat`: every case id whole, at most 60 lines."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TETHER_STORE": str(tmp_path / "t.db")}
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.run([sys.executable, "-m", "tether.cli", "eval", "c4"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    ids = sorted(p.stem for p in C4_DIR.glob("C4-*.yaml"))
+    assert len(ids) == 16 and all(cid in proc.stdout for cid in ids)
+    assert "…" not in proc.stdout and len(lines) <= 60, proc.stdout
+    assert max(len(line.rstrip()) for line in lines if not line.startswith("eval ")) <= 80
 
 
 def test_out_exports_readable_utf8_runs(tmp_path):

@@ -58,3 +58,23 @@ def test_ray_and_local_give_the_same_verdicts(tmp_path):
         assert row["kind"] == "eval" and row["eval_id"] == remote.eval_id and row["digest"] == t.digest
         assert load_run(store, t.run_id).digest() == t.digest
     assert store.get_eval(remote.eval_id)["status"] == "finished"
+
+
+@pytest.mark.slow
+def test_a_ray_client_address_without_the_client_package_says_what_to_install(tmp_path, monkeypatch):
+    """The README's `--ray-address ray://head:10001` needs ray[client]: a usage error naming
+    the package, never "a bug in tether"."""
+    pytest.importorskip("ray")
+    try:
+        import ray.util.client  # noqa: F401
+        import grpc  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("ray[client] is installed: the address would be dialled")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cases = [c for c in load_suite("c4") if c.id == "C4-PA-02"]
+    config = EvalConfig(store=SQLiteStore(tmp_path / "t.db"), eval_id="ev-20261201-000001", executor="ray",
+                        ray_address="ray://127.0.0.1:10001")
+    with pytest.raises(UsageError, match=r"pip install 'ray\[client\]'"):
+        asyncio.run(run_suite(cases, ["policy:steady"], config))

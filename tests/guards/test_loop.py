@@ -53,10 +53,13 @@ def test_abab_cycle_is_caught():
 
 
 def test_period_three_cycle():
+    """A period-3 cycle: the 2nd call of the replayed round already shows work started
+    over (two repeats in a row with the same results); the round's end is the cycle."""
     calls = [Decision.call(n, {"x": 1}) for n in ("tool_a", "tool_b", "search")]
     decisions = [calls[0], calls[1], Decision.call("search", {"keyword": "k"})] * 2 + [Decision.final("x")]
     _, trips = run(decisions, [tool_a, tool_b, search])
-    assert [(t.rule, t.numbers["period"]) for t in trips] == [("cycle", 3)]
+    assert [(t.rule, t.numbers["period"]) for t in trips] == [("cycle", 0), ("cycle", 3)]
+    assert trips[0].numbers["tools"] == "tool_a -> tool_b"
 
 
 def test_five_reworded_keywords_without_new_results_are_caught():
@@ -88,11 +91,23 @@ def test_exempted_tool_is_not_flagged():
 def test_no_progress_different_calls_same_error():
     @tool(description="lookup")
     def lookup(city: str):
-        return ToolResult.failure("HTTP 503", "unavailable")
+        return ToolResult.failure("account suspended: contact billing", "forbidden")
 
     decisions = [Decision.call("lookup", {"city": c}) for c in ("北京", "上海", "广州", "深圳", "杭州", "成都")]
     _, trips = run(decisions + [Decision.final("x")], [lookup], max_near_duplicates=99)
     assert trips[0].rule == "no_progress"
+
+
+def test_transient_failures_of_one_tool_count_together_whatever_the_arguments():
+    """An attempt counter or a backoff value in the arguments does not make a new call."""
+    @tool(description="lookup")
+    def lookup(city: str, attempt: int = 0, backoff_ms: int = 0):
+        return ToolResult.failure("HTTP 503", "unavailable")
+
+    decisions = [Decision.call("lookup", {"city": "北京", "attempt": n, "backoff_ms": 500 * 2 ** n}) for n in range(6)]
+    result, trips = run(decisions + [Decision.final("x")], [lookup])
+    assert [(t.rule, t.verdict) for t in trips] == [("retry_budget", "hint"), ("retry_budget", "stop")]
+    assert len(result.trajectory.tool_calls(executed_only=True)) == 3      # attempts in quick succession: 2 retries
 
 
 def test_family_outage_blocks_further_calls():

@@ -40,11 +40,31 @@ def test_repeated_identical_action_still_trips():
         return {"ok": True}
 
     decisions = [Decision.call("send_message", {"text": "deploy done"})] * 4 + [Decision.final("x")]
-    _, trips = run(decisions, [send_message])
-    assert [(t.rule, t.verdict) for t in trips] == [("identical", "hint"), ("identical", "stop")]
+    result, trips = run(decisions, [send_message])
+    # a side effect that succeeded is not repeated: the 2nd send is hinted, the 3rd stopped
+    assert [(t.rule, t.verdict) for t in trips] == [("duplicate_action", "hint"), ("duplicate_action", "stop")]
+    assert len(result.trajectory.tool_calls(executed_only=True)) == 2
 
 
-def test_polling_a_pending_status_is_not_a_loop_until_max_polls():
+def test_polling_with_waits_is_not_a_loop_until_max_polls():
+    states = iter(["running"] * 8 + ["succeeded"])
+
+    @tool(description="status")
+    def job_status(job_id: str):
+        return {"job_id": job_id, "status": next(states)}
+
+    @tool(description="sleep")
+    def sleep(seconds: int):
+        return {"slept": seconds}
+
+    decisions = []
+    for _ in range(9):
+        decisions += [Decision.call("job_status", {"job_id": "J1"}), Decision.call("sleep", {"seconds": 10})]
+    result, trips = run(decisions[:-1] + [Decision.final("done")], [job_status, sleep])
+    assert trips == [] and result.status == "completed"
+
+
+def test_polling_without_waiting_draws_one_hint_never_a_stop_before_max_polls():
     states = iter(["running"] * 8 + ["succeeded"])
 
     @tool(description="status")
@@ -53,7 +73,9 @@ def test_polling_a_pending_status_is_not_a_loop_until_max_polls():
 
     decisions = [Decision.call("job_status", {"job_id": "J1"})] * 9 + [Decision.final("done")]
     result, trips = run(decisions, [job_status])
-    assert trips == [] and result.status == "completed"
+    assert [(t.rule, t.verdict, t.numbers["count"]) for t in trips] == [("identical", "hint", 5)]
+    assert "no wait between" in trips[0].message
+    assert result.status == "completed"
 
 
 def test_a_poll_that_never_finishes_trips_after_max_polls():
@@ -61,8 +83,14 @@ def test_a_poll_that_never_finishes_trips_after_max_polls():
     def job_status(job_id: str):
         return {"status": "queued"}
 
-    decisions = [Decision.call("job_status", {"job_id": "J1"})] * 14 + [Decision.final("x")]
-    _, trips = run(decisions, [job_status])
+    @tool(description="wait")
+    def wait(seconds: int):
+        return {"waited": seconds}
+
+    decisions = []
+    for _ in range(14):
+        decisions += [Decision.call("job_status", {"job_id": "J1"}), Decision.call("wait", {"seconds": 30})]
+    _, trips = run(decisions + [Decision.final("x")], [job_status, wait])
     assert trips[0].rule == "identical" and trips[0].numbers["count"] == 11 and trips[0].numbers["limit"] == 10
 
 
@@ -78,15 +106,36 @@ def test_transient_failures_then_success_draw_nothing():
     assert trips == [] and result.status == "completed"
 
 
-def test_a_fourth_attempt_at_a_transient_failure_is_blocked_then_stopped():
+def test_hammering_a_transient_failure_is_hinted_then_stopped_never_blocked():
     @tool(description="rate")
     def get_rate(base: str):
         return ToolResult.failure("Request timed out after 30s", "timeout")
 
     decisions = [Decision.call("get_rate", {"base": "EUR"})] * 6 + [Decision.final("x")]
     result, trips = run(decisions, [get_rate])
-    assert [(t.rule, t.verdict) for t in trips] == [("identical", "block"), ("identical", "stop")]
+    assert [(t.rule, t.verdict) for t in trips] == [("retry_budget", "hint"), ("retry_budget", "stop")]
+    assert trips[0].numbers == {"count": 3, "limit": 2, "tool": "get_rate"}
     assert len(result.trajectory.tool_calls(executed_only=True)) == 3
+
+
+def test_retries_with_backoff_get_the_full_budget_and_a_fifth_attempt_may_succeed():
+    """The issue's case: a retry with backoff whose later attempt succeeds is never blocked."""
+    outcomes = iter([ToolResult.failure("429 Too Many Requests", "rate_limit")] * 4 + [ToolResult.success({"rate": 1.08})])
+
+    @tool(description="rate")
+    def get_rate(base: str):
+        return next(outcomes)
+
+    @tool(description="sleep")
+    def sleep(seconds: int):
+        return {"slept": seconds}
+
+    decisions = []
+    for n in range(4):
+        decisions += [Decision.call("get_rate", {"base": "EUR"}), Decision.call("sleep", {"seconds": 2 ** n})]
+    decisions += [Decision.call("get_rate", {"base": "EUR"}), Decision.final("1.08")]
+    result, trips = run(decisions, [get_rate, sleep])
+    assert trips == [] and result.status == "completed"
 
 
 def test_outage_across_tools_without_a_shared_prefix():

@@ -68,3 +68,13 @@ def test_eval_loads_a_users_model_from_the_working_directory(tmp_path):
     assert run["model"] == "mypkg.models:make"
     assert run["cases"][0]["trials"][0]["status"] == "completed"
     assert run["cases"][0]["trials"][0]["reply"].startswith("好的：")
+
+
+def test_a_top_level_module_works_as_for_agents(tmp_path, monkeypatch):
+    """`--model my_model:make` (a module in the current folder, no package) is taken, as
+    `--agent my_agents:build` is; an unknown provider prefix is still an error naming the forms."""
+    (tmp_path / "my_model.py").write_text(MODEL, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model("my_model:make").name == "echo"
+    with pytest.raises(UnknownModelSpec, match="module:factory"):
+        resolve_model("no_such_provider_xyz:large")

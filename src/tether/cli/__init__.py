@@ -72,6 +72,7 @@ class LazyGroup(TyperGroup):
                            no_args_is_help=name not in ("eval", "stats", "view"))(obj)
             command = typer.main.get_command(single)
         command.name = name
+        _tidy(command)
         return command
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -87,6 +88,29 @@ class LazyGroup(TyperGroup):
                 formatter.write_dl(options)
         with formatter.section("Commands"):
             formatter.write_dl([(name, spec[3]) for name, spec in COMMANDS.items()])
+
+
+COMPLETION_PARAMS = {"install_completion", "show_completion"}
+
+
+def _tidy(command: click.Command) -> None:
+    """Below the root: no completion options (the root has them), and no ``<bool>``
+    placeholder after a flag that takes no value."""
+    command.params = [p for p in command.params if p.name not in COMPLETION_PARAMS]
+    for p in command.params:
+        if getattr(p, "is_flag", False) and getattr(p, "metavar", None) is None:
+            p.metavar = ""
+    help_option = command.get_help_option
+
+    def get_help_option(ctx: click.Context):
+        option = help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = get_help_option  # type: ignore[method-assign]
+    for sub in getattr(command, "commands", {}).values():
+        _tidy(sub)
 
 
 app = typer.Typer(

@@ -114,7 +114,7 @@ def render_transcript(t: Trajectory, console: Console, *, messages: MessagesMode
                             (f"[{e.outcome.label}, {e.duration_ms:.0f} ms] ", "dim"), body), highlight=False)
         elif isinstance(e, GuardTripped):
             numbers_text = ", ".join(f"{k}={v}" for k, v in e.numbers.items())
-            p(Text.assemble("  ", (f"guard {e.guard}.{e.rule} {e.verdict}", _VERDICT_STYLE[e.verdict]),
+            p(Text.assemble("  ", (f"guard {e.name} {e.verdict}", _VERDICT_STYLE[e.verdict]),
                             f": {e.message}" + (f" ({numbers_text})" if numbers_text else "")), highlight=False)
         elif isinstance(e, SideEffectEvent):
             p(Text.assemble("  ", (f"side effect {e.status}", "bold"),

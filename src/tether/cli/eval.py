@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from ..errors import UsageError
-from ..evals import EvalConfig, load_suite, run_suite
-from ..evals.results import Results
-from ..evals.runner import new_eval_id, open_store, resolve_agent
-from ..guards.stacks import guard_stack
-from ..report import (
-    render_attributions,
-    render_cases,
-    render_guard_comparison,
-    render_summary,
-)
-from ..report.terminal import render_errors
 from ._common import (
     MAX_CONCURRENCY,
     MAX_JUDGE_SAMPLES,
@@ -41,6 +20,9 @@ from ._common import (
     user_errors,
 )
 
+if TYPE_CHECKING:
+    from ..evals.results import Results
+
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
 HELP = """Run an evaluation suite (the built-in [bold]c4[/] or a directory of case YAML files) against models or agents.
@@ -49,7 +31,8 @@ Without --model or --agent, runs the three offline calibration agents (policy:st
 policy:quitter, policy:steady). Every trial is a run in the store (--store, default
 $TETHER_STORE or .tether/tether.db) under its own run id; the evaluation gets an id
 (ev-YYYYMMDD-xxxxxx) printed at the start and the end. Prints a summary per model and
-dimension, a table per model with verdicts and key counts, and failure attributions.
+dimension, then every case's verdict per subject (--verbose adds the counts, the failing
+criteria with their evidence and the failure attribution; tether report draws it all).
 
 A trial whose run ended in error (the model could not be reached, a harness error) says
 nothing about the agent: it is shown as error, listed separately and left out of every
@@ -101,16 +84,30 @@ def eval_command(
     judge: Annotated[Optional[str], typer.Option(help="model spec of the LLM judge for rubric criteria (without one they stay unjudged)")] = None,
     judge_samples: Annotated[int, typer.Option(min=1, max=MAX_JUDGE_SAMPLES, help="ask the judge this many times per criterion and report agreement")] = 1,
     guards: Annotated[Optional[list[str]], typer.Option("--guards", "-g", help="guard stack: off, on (the reference stack), or a comma list such as loop,budget; repeat to compare stacks side by side")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="summary only, no per-case tables")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="the summary only, no case table")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also each subject's counts per case, every failing criterion with its evidence, and the failure attribution of every failed trial")] = False,
     sweep: Annotated[Optional[str], typer.Option("--sweep", help="run once per value of one guard setting, side by side: loop.max_identical=3,5,10 (on the --guards stack, default on)")] = None,
     lang: Annotated[Lang, typer.Option("--lang", help="the language of the failure attribution's labels and tether's own wording in it (a case's fix suggestion stays in the case's language)")] = Lang.en,
-    otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
+    otel: Annotated[bool, typer.Option("--otel", help="export every trial live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether\\[otel])")] = False,
     executor: Annotated[str, typer.Option(help="where trials run: local (this process) or ray (Ray tasks; pip install 'tether\\[ray]')")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(help="with --executor ray: the cluster to join (default: start a local Ray instance)")] = None,
     resume: Annotated[Optional[str], typer.Option(help="continue this interrupted eval (its suite, models, guards, trials and options come from the store); finished trials are kept", metavar="EVAL_ID")] = None,
     max_connections: Annotated[Optional[int], typer.Option(min=1, help="requests in flight at once per provider model (default 16; 1 for a server on this machine)")] = None,
     timeout: Annotated[Optional[float], typer.Option(min=0.1, help="seconds one provider request may take on the wire (default 60; waiting for a connection slot not counted)")] = None,
 ) -> None:
+    # Imported here, not at the top: `tether eval --help` needs none of it.
+    import asyncio
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..errors import UsageError
+    from ..evals import EvalConfig, load_suite, run_suite
+    from ..evals.runner import new_eval_id, open_store, resolve_agent
+    from ..guards.stacks import guard_stack
+    from ..report import render_attributions, render_cases, render_guard_comparison, render_summary
+    from ..report.terminal import render_errors, render_matrix, subject_labels
+
     models = model or ([] if agent else CALIBRATION)
     agents = agent or []
     case_ids: list[str] | None = None
@@ -172,8 +169,8 @@ def eval_command(
         suite_name = suite if suite == "c4" else Path(suite).name
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as progress:
-            task = progress.add_task(f"{suite_name}: {len(cases)} cases x {len(models) + len(agents)} subject(s)",
-                                     total=total)
+            phrase = _trials_phrase(len(cases), len(models) + len(agents), len(config.guard_stacks), trials)
+            task = progress.add_task(f"{suite_name}: {phrase}", total=total)
 
             def tick(label: str, case_id: str, trial: int, tr) -> None:
                 progress.advance(task)
@@ -193,8 +190,10 @@ def eval_command(
             db.finish_eval(eval_id, results.model_dump(mode="json"))
     render_summary(results, console)
     if not quiet:
-        for run in results.runs:
-            render_cases(run, console)
+        render_matrix(results, console)
+    if verbose:
+        for run, label in zip(results.runs, subject_labels(results)):
+            render_cases(run, console, label)
             render_attributions(run, console, Lang(lang).value)
     for run in results.runs:
         if run.simulator_faults:
@@ -226,6 +225,20 @@ def eval_command(
         raise typer.Exit(EXIT_ERRORS)
     if fail_under is not None:
         _check_fail_under(results, fail_under)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _trials_phrase(cases: int, subjects: int, stacks: int, trials: int) -> str:
+    """``32 trials: 16 cases x 1 subject x 2 guard stacks`` (factors of 1 past the subject left out)."""
+    parts = [_plural(cases, "case"), _plural(subjects, "subject")]
+    if stacks > 1:
+        parts.append(_plural(stacks, "guard stack"))
+    if trials > 1:
+        parts.append(f"{trials} trials each")
+    return f"{_plural(cases * subjects * stacks * trials, 'trial')}: " + " x ".join(parts)
 
 
 def _options_of(stored: dict) -> dict:

@@ -1,4 +1,5 @@
-"""``tether guard-check``: run a saved trace through a guard stack."""
+"""``tether guard-check``: run saved traces through a guard stack: one run
+(where each guard would have tripped) or many (the per-rule trip table)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,26 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..events import Trajectory
-from ..guards.offline import check_trace
+from ..errors import UsageError
+from ..events import Trajectory, trip_name
+from ..guards.offline import RunCheck, check_many, check_trace, rule_table
 from ..guards.stacks import guard_stack
 from ..store.export import load_trace_or_run
-from ._common import console, user_errors
+from ._common import MAX_RUNS, console, user_errors
 
-HELP = """Feed a recorded run (a run id in the store, or a trace / export file) through a guard
-stack and print where each guard would have tripped, with its numbers: "would my guards
-have caught this?" The guards are asked by the same code as in a live run, with the
-requests as recorded (messages included).
+HELP = """Feed recorded runs through a guard stack: "would my guards have caught this?", and
+"what would this setting have done to our history?" The guards are asked by the same code
+as in a live run, with the requests as recorded (messages included).
 
-Exit code 0 when no guard would have stopped the run, 3 when one would have.
+One run (a run id in the store, or a trace / export file): where each guard would have
+tripped, with its numbers. Exit code 0 when no guard would have stopped the run, 3 when
+one would have.
+
+Many runs (a folder of JSON Lines traces, searched recursively, or every run of a store
+when no run is named): the per-rule trip table (runs tripped, hints, blocks, stops) and
+the runs that would have been stopped, so a team can check a guard setting against its
+own history before turning it on. Trips after the point a run would have been stopped
+are not counted. Exit code 0 (it is a report).
 
 Examples:
 
@@ -35,17 +44,35 @@ Examples:
   tether guard-check run.jsonl --guards loop
 
   tether guard-check run.jsonl --json      # every trip as JSON, for other tools
+
+  tether guard-check --store runs.db --guards on            # every run in the store: the trip table
+
+  tether guard-check --store runs.db --eval ev-20261201-ab12cd --json
+
+  tether guard-check traces/ --guards loop                  # a folder of traces
 """
 
 
 def guard_check_command(
-    trace: Annotated[str, typer.Argument(help="a run id in the store (tether runs list), or a trace / export file "
-                                              "(JSON Lines)")],
+    trace: Annotated[Optional[str], typer.Argument(help="a run id in the store (tether runs list), a trace / export "
+                                                        "file (JSON Lines), or a folder of traces; none: every "
+                                                        "run in the store")] = None,
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
     store: Annotated[Optional[Path], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
+    eval_id: Annotated[Optional[str], typer.Option("--eval", help="with a store and no run: only the runs of this evaluation")] = None,
+    limit: Annotated[int, typer.Option(help="with many runs: at most this many (the newest first in a store)")] = 10_000,
 ) -> None:
+    if trace is None or Path(trace).is_dir():
+        with user_errors():
+            if not 1 <= limit <= MAX_RUNS:
+                raise UsageError(f"--limit must be between 1 and {MAX_RUNS:,}, not {limit}")
+            make = guard_stack(guards)
+            runs, where = _many(trace, store, eval_id, limit)
+            checks = asyncio.run(check_many(runs, make))
+        _print_many(where, guards, checks, as_json)
+        return
     with user_errors():
         t, source = load_trace_or_run(trace, store)
         stack = guard_stack(guards)()
@@ -82,7 +109,7 @@ def guard_check_command(
             first_stop = trip
     console.print(table)
     if hidden:
-        rules = sorted({f"{t.guard}.{t.verdict.rule}" for t in hidden})
+        rules = sorted({trip_name(t.guard, t.verdict.rule) for t in hidden})
         console.print(f"  ... {len(hidden)} more trip(s) after that point ({', '.join(rules)}); --all lists them",
                       style="dim", highlight=False)
     if first_stop is None:
@@ -123,3 +150,67 @@ def outcome_line(t: Trajectory) -> str:
 
     labels = {o.value: o.label for o in Outcome}
     return ", ".join(f"{labels.get(k, k)} {n}" for k, n in t.outcome_counts().items() if n) or "no tool calls"
+
+
+def _many(trace: str | None, store: Optional[Path], eval_id: str | None, limit: int) -> tuple[list, str]:
+    """(source, load) pairs for a folder of traces or a store's runs, and what they were read from."""
+    from ..inputs import read_text
+    from ..store.export import load_run, read_trace
+    from ..store.sqlite import SQLiteStore, default_store_path
+
+    if trace is not None:
+        folder = Path(trace)
+        files = sorted(p for p in folder.rglob("*") if p.suffix in (".jsonl", ".ndjson") and p.is_file())[:limit]
+        if not files:
+            raise UsageError(f"no traces (*.jsonl) under {folder}")
+        return [(str(p), lambda p=p: read_trace(read_text(p, "trace file"), path=str(p))) for p in files], str(folder)
+    if eval_id is None and store is None and not default_store_path().exists():
+        raise UsageError("name a run, a trace or a folder of traces, or give --store (no store at "
+                         f"{default_store_path()})")
+    where = Path(store) if store is not None else default_store_path()
+    if not where.exists():
+        raise UsageError(f"there is no store at {where} (--store)")
+    db = SQLiteStore(where, read_only=True)
+    ids = [r["run_id"] for r in db.list_runs(limit, eval_id=eval_id)]
+    if not ids:
+        db.close()
+        raise UsageError(f"no runs in {where}" + (f" for evaluation {eval_id}" if eval_id else ""))
+    return [(rid, lambda rid=rid: load_run(db, rid)) for rid in ids], str(where)
+
+
+def _print_many(where: str, guards: str, checks: list[RunCheck], as_json: bool) -> None:
+    rows = rule_table(checks)
+    read = [c for c in checks if not c.error]
+    stopped = [c for c in read if c.stopped is not None]
+    tripped = [c for c in read if c.trips]
+    if as_json:
+        import json
+
+        doc = {"source": where, "guards": guards, "runs": len(read), "unreadable": [
+                   {"run": c.source, "error": c.error} for c in checks if c.error],
+               "runs_tripped": len(tripped), "runs_stopped": len(stopped),
+               "rules": [{"guard": r.guard, "rule": r.rule, "runs": r.runs, "hint": r.hint, "block": r.block,
+                          "stop": r.stop, "escalate": r.escalate, "trips": r.trips} for r in rows],
+               "stopped": [{"run": c.source, "guard": c.stopped.guard, "rule": c.stopped.verdict.rule,
+                            "verdict": c.stopped.verdict.action, "step": c.stopped.step, "calls": c.calls}
+                           for c in stopped]}
+        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    console.print(f"{where}: {len(read)} run(s), guards {guards}: {len(tripped)} with a trip, "
+                  f"{len(stopped)} would have been stopped", highlight=False)
+    if rows:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("guard", "rule", "runs", "hint", "block", "stop", "escalate"):
+            table.add_column(col, justify="right" if col not in ("guard", "rule") else "left", no_wrap=True)
+        for r in rows:
+            table.add_row(r.guard, r.rule, str(r.runs), str(r.hint), str(r.block), str(r.stop), str(r.escalate))
+        console.print(table)
+    for c in stopped[:20]:
+        t = c.stopped
+        console.print(f"  stopped: {c.source} at step {t.step} by {trip_name(t.guard, t.verdict.rule)} ({t.verdict.action})",
+                      highlight=False, soft_wrap=True)
+    if len(stopped) > 20:
+        console.print(f"  ... and {len(stopped) - 20} more (--json lists them all)", style="dim")
+    for c in checks:
+        if c.error:
+            console.print(f"  unreadable: {c.source}: {c.error}", style="yellow", highlight=False, soft_wrap=True)

@@ -64,7 +64,7 @@ def run_command(
     max_steps: Annotated[Optional[int], typer.Option(min=1, max=MAX_STEPS, help="override the case's step cap")] = None,
     store: Annotated[Optional[Path], typer.Option(help="the run store (default $TETHER_STORE or .tether/tether.db)")] = None,
     run_id: Annotated[Optional[str], typer.Option(help="run id (default: generated)")] = None,
-    otel: Annotated[bool, typer.Option("--otel", help="export the run live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether[otel])")] = False,
+    otel: Annotated[bool, typer.Option("--otel", help="export the run live as OpenTelemetry GenAI spans over OTLP/HTTP (or TETHER_OTEL=1; needs tether\\[otel])")] = False,
 ) -> None:
     with user_errors():
         from ..report.otel import enable_live
@@ -123,7 +123,7 @@ def render_trajectory(t: Trajectory) -> None:
             console.print(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
                                         (f"[{e.outcome.label}] ", "dim"), body), highlight=False)
         elif isinstance(e, GuardTripped):
-            console.print(Text.assemble("  ", (f"guard {e.guard}.{e.rule} {e.verdict}", "bold yellow"),
+            console.print(Text.assemble("  ", (f"guard {e.name} {e.verdict}", "bold yellow"),
                                         f": {e.message}"), highlight=False)
     if t.finished:
         console.print(Text.assemble(("reply", "bold"), f": {t.final_reply}"), highlight=False)

@@ -85,10 +85,13 @@ def render_judging(results: Results, out: Console, judge: Judge | None = None) -
 
 
 def render_all(results: Results, quiet: bool, lang: str = "en") -> None:
+    from ..report.terminal import render_matrix, subject_labels
+
     render_summary(results, console)
+    render_matrix(results, console)
     if not quiet:
-        for run in results.runs:
-            render_cases(run, console)
+        for run, label in zip(results.runs, subject_labels(results)):
+            render_cases(run, console, label)
             render_attributions(run, console, Lang(lang).value)
     render_errors(results, console)
 

@@ -243,13 +243,25 @@ class RayExecutor:
         self.chunk = chunk
 
     def _init(self):
+        import os
+
         ray = _import_ray()
         if not ray.is_initialized():
+            address = self.address or os.environ.get("RAY_ADDRESS") or None
+            where = (f"{address} ({'--ray-address' if self.address else 'RAY_ADDRESS'})" if address
+                     else "a new local Ray instance")
             try:
                 ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
                          include_dashboard=False)
-            except ConnectionError as exc:
-                raise UsageError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
+            except ValueError as exc:
+                if "ray[client]" in str(exc):
+                    raise UsageError(f"{where} is a Ray Client address (ray://), which needs Ray's client "
+                                     "package: pip install 'ray[client]'") from None
+                raise UsageError(f"Ray could not start with {where}: {exc}") from None
+            except (ConnectionError, SystemExit, TimeoutError) as exc:
+                why = str(exc) if not isinstance(exc, SystemExit) else f"Ray gave up (exit {exc.code})"
+                raise UsageError(f"cannot reach the Ray cluster at {where}: {why}; check the address, or leave "
+                                 "--ray-address and RAY_ADDRESS unset to start a local instance") from None
         return ray
 
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:

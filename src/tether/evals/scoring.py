@@ -205,9 +205,10 @@ def _mentions(c: Mentions, t: Trajectory) -> CriterionResult:
     missing = [g for g, h in zip(c.groups, hits) if not h]
     verdict = Verdict.PASS if ok else (Verdict.FAIL if c.on_miss == "fail" else Verdict.UNCLEAR)
     found = sorted({term for h in hits for term in h})
-    evidence = f"reply mentions {found or 'none of the terms'}"
+    evidence = "reply mentions " + (", ".join(found) if found else "none of the terms")
     if not ok:
-        evidence += f"; missing {'every group' if c.mode == 'any' else missing}"
+        evidence += "; missing " + ("every group" if c.mode == "any" else
+                                    "; ".join("one of " + " / ".join(g) for g in missing))
     return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict,
                            value=sum(1 for h in hits if h), expected=f"{c.mode} of {len(c.groups)} group(s)", evidence=evidence)
 

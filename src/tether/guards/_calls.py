@@ -20,11 +20,12 @@ a call is derived here in one pass and kept as a few strings and flags:
 from __future__ import annotations
 
 import hashlib
+import json
+import reprlib
 import re
 import unicodedata
 from typing import Any
 
-from .._assess import is_empty_data
 from ..events import ToolResultEvent
 
 # Argument names that hold free text: a difference there is a rewording.
@@ -47,7 +48,16 @@ ACTION_VERBS = frozenset({
     "deploy", "disable", "edit", "enable", "forward", "insert", "invite", "label", "like", "mark", "merge", "modify",
     "move", "mute", "notify", "order", "patch", "pay", "post", "publish", "put", "refund", "register", "reject",
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
-    "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write",
+    "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write", "replace", "append",
+    "overwrite", "commit", "push", "enqueue", "dispatch", "trigger", "charge", "purchase", "buy", "reserve", "make",
+})
+# Verbs that bring a new object into being: two of them with the same content are two copies.
+CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
+                          "schedule", "upload"})
+# Verbs that, first in a tool's name, mark a read whatever follows (``query_order``).
+READ_VERBS = frozenset({
+    "get", "list", "query", "search", "fetch", "read", "find", "lookup", "look", "check", "describe", "show", "view",
+    "count", "browse", "inspect", "retrieve", "poll", "watch", "scan", "preview", "export", "download", "load",
 })
 _NAME_TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -58,6 +68,25 @@ PENDING = frozenset({
     "waiting", "building", "deploying", "provisioning", "creating", "scheduled", "accepted", "submitted", "active",
     "initializing", "working", "not_ready", "not ready", "处理中", "排队中", "进行中", "运行中", "等待中", "部署中",
 })
+# Words of an acknowledgement ({"status": "sent"}, {"msg": "success"}).
+ACK_WORDS = frozenset({
+    "ok", "okay", "success", "succeeded", "successful", "done", "sent", "queued", "accepted", "submitted", "delivered",
+    "moved", "deleted", "created", "updated", "archived", "saved", "applied", "added", "removed", "completed",
+    "scheduled", "posted", "tagged", "labelled", "labeled", "true", "成功", "已提交", "完成", "已完成", "已发送", "已删除",
+})
+# Paging arguments (names compared case folded, without _ and -): a listing walked page by page.
+PAGE_KEYS = frozenset({
+    "page", "pageno", "pagenum", "pagenumber", "pageindex", "pageidx", "offset", "skip", "start", "startindex",
+    "startat", "cursor", "pagetoken", "nextpagetoken", "nexttoken", "continuationtoken", "continuation", "marker",
+    "after", "startingafter", "startcursor", "pagecursor", "from",
+})
+_PAGE_KEY: dict[str, bool] = {}
+# Result fields that say whether a listing goes on.
+_MORE_FLAGS = frozenset({"hasmore", "hasnext", "hasnextpage", "hasmorepages", "more", "moreresults", "truncated",
+                         "istruncated", "hasmoreresults"})
+_LAST_FLAGS = frozenset({"islast", "lastpage", "islastpage", "done", "end", "eof", "exhausted"})
+_NEXT_KEYS = frozenset({"next", "nextcursor", "nextpage", "nextpagetoken", "nexttoken", "nextoffset", "nexturl",
+                        "nextlink", "continuationtoken", "nextmarker", "cursornext", "nextstart"})
 _STATUS_KEYS = ("status", "state", "phase", "job_status", "stage")
 # boolean flags that say "not finished yet" when they hold this value
 _PENDING_FLAGS = {"running": True, "pending": True, "in_progress": True, "busy": True,
@@ -68,24 +97,166 @@ WAIT_VERBS = frozenset({"sleep", "wait", "pause", "delay", "backoff"})
 _TRANSIENT = re.compile(
     r"\b(?:5\d\d|429)\b|time[d ]?\s?out|timeout|temporar|unavailable|rate.?limit|too many requests|try again|"
     r"overloaded|connection (?:reset|refused|error)|econnreset|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
+# Limits that do not clear by waiting a few seconds, even when sent as a 429.
+_NOT_TRANSIENT = re.compile(
+    r"quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
+    r"per day|plan limit|额度|配额|余额", re.I)
 TRANSIENT_TYPES = frozenset({"timeout", "rate_limit", "rate_limited", "unavailable", "transient", "server_error",
                              "http_5xx", "overloaded", "connection_error", "throttled"})
 
 
-def norm_text(value: str) -> str:
+# Punctuation that NFKC leaves alone, folded to its ASCII twin; in free text every
+# punctuation mark becomes a space ("rotate signing key?" == "rotate signing key").
+_PUNCT = str.maketrans({"。": ".", "、": ",", "“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'",
+                        "【": "[", "】": "]", "《": "<", "》": ">", "「": '"', "」": '"', "『": '"', "』": '"',
+                        "〈": "<", "〉": ">", "—": "-", "–": "-", "‐": "-", "‑": "-", "·": ".", "・": ".",
+                        "\u3000": " ", "\u00a0": " "})
+_MAX_NODES = 4000                   # values canonicalised per call or result; beyond, the rest is hashed as is
+_MAX_DEPTH = 32                     # nesting canonicalised in arguments; deeper is kept in a bounded repr
+_SAFE_REPR = reprlib.Repr()         # bounded and recursion-safe, for what cannot be canonicalised
+_SAFE_REPR.maxlevel, _SAFE_REPR.maxstring, _SAFE_REPR.maxother = 8, 2000, 200
+
+
+def norm_text(value: str, free: bool = False) -> str:
+    """Compare form of a string: NFKC (full width, compatibility forms), CJK and
+    typographic punctuation folded to ASCII, quote style folded, case folded,
+    whitespace collapsed; in free text (``free``) punctuation is dropped too."""
     if value.isascii():
-        return " ".join(value.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+        value = value.lower()
+    else:
+        if not unicodedata.is_normalized("NFKC", value):
+            value = unicodedata.normalize("NFKC", value)
+        if _PUNCT_RE.search(value):
+            value = value.translate(_PUNCT)
+        value = value.casefold()
+    if "'" in value or "`" in value:
+        value = value.replace("'", '"').replace("`", '"')
+    if free:
+        value = _FREE_RE.sub(" ", value)
+    return " ".join(value.split())
 
 
-def _norm_value(value: Any, ignore: frozenset[str]) -> Any:
+_PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
+_FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
+
+
+def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) -> str:
+    """A canonical text of a JSON value for equality: keys sorted at every depth,
+    ``None`` and empty-string fields dropped, lists compared as sets of their
+    elements (sorted), strings in :func:`norm_text` form, 1.0 == 1. Bounded: past
+    ``_MAX_NODES`` values the rest is kept as its repr."""
+    budget = [_MAX_NODES]
+    return _canon(value, ignore, free, budget, 0)
+
+
+def _canon(value: Any, ignore: frozenset[str], free: bool, budget: list, depth: int) -> str:
+    budget[0] -= 1
     if isinstance(value, str):
-        return norm_text(value)
+        return '"' + norm_text(value, free) + '"'
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(int(value)) if value.is_integer() else repr(value)
+    if budget[0] <= 0 or depth > _MAX_DEPTH:
+        return _SAFE_REPR.repr(value)
     if isinstance(value, dict):
-        return {k: _norm_value(v, ignore) for k, v in value.items() if k not in ignore}
-    if isinstance(value, list):
-        return [_norm_value(v, ignore) for v in value]
+        parts = []
+        for k in sorted(value, key=str):
+            v = value[k]
+            if k in ignore or v is None or v == "":
+                continue
+            parts.append(f"{k}:{_canon(v, ignore, free or _key_kind(str(k)) == _QUERY, budget, depth + 1)}")
+        return "{" + ",".join(parts) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(sorted(_canon(v, ignore, free, budget, depth + 1) for v in value)) + "]"
+    return _SAFE_REPR.repr(value)
+
+
+_DUMPS = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
+def canon_result(data: Any) -> str:
+    """The compare form of a tool's data, built for speed (it runs on every
+    result): keys sorted at every depth, lists of two or more items sorted at
+    every depth (a set of results in another order is the same set), then NFKC,
+    CJK punctuation and case folded and whitespace collapsed over the whole text."""
+    kind = type(data)
+    if kind is dict and len(data) <= 16 and _flat(data):
+        text = repr(sorted(data.items()))  # the common small flat answer: C all the way
+    elif kind is dict or kind is list:
+        try:
+            text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
+        except (TypeError, ValueError, RecursionError):
+            text = _SAFE_REPR.repr(data)
+    elif kind is str:
+        text = data
+    else:
+        text = _SAFE_REPR.repr(data)
+    if not text.isascii():
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        if _PUNCT_RE.search(text):
+            text = text.translate(_PUNCT)
+        return " ".join(text.casefold().split())
+    return " ".join(text.lower().split())
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(data: dict) -> bool:
+    """Values all scalars or lists of at most one scalar (nothing to sort), keys all strings."""
+    for k, v in data.items():
+        t = type(v)
+        if t not in _SCALARS and not (t is list and len(v) < 2 and (not v or type(v[0]) in _SCALARS)):
+            return False
+        if type(k) is not str:
+            return False
+    return True
+
+
+def _has_list(value: Any) -> bool:
+    """Whether sorting would change anything: a list of two or more items somewhere
+    (the JSON text tells without a walk in Python)."""
+    if type(value) is list:
+        return len(value) > 1 or (bool(value) and type(value[0]) in _CONTAINERS)
+    return any(type(v) is list or type(v) is dict for v in value.values())
+
+
+def _lists_sorted(value: Any, budget: list) -> Any:
+    """``value`` with every list of two or more items sorted; untouched parts are
+    returned as they are (no copy)."""
+    budget[0] -= 1
+    if budget[0] <= 0:
+        return value                        # past the budget the rest is compared as it comes
+    kind = type(value)
+    if kind is dict:
+        out = None
+        for k, v in value.items():
+            if type(v) in _CONTAINERS:
+                w = _lists_sorted(v, budget)
+                if w is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = w
+        return value if out is None else out
+    if kind is list:
+        if len(value) < 2:
+            if value and type(value[0]) in _CONTAINERS:
+                w = _lists_sorted(value[0], budget)
+                return value if w is value[0] else [w]
+            return value
+        return sorted([_lists_sorted(v, budget) if type(v) in _CONTAINERS else v for v in value], key=_sort_key)
     return value
+
+
+_CONTAINERS = (dict, list)
+
+
+def _sort_key(value: Any) -> str:
+    if isinstance(value, str):
+        return "s" + value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
@@ -115,25 +286,88 @@ def _is_target(key: str, value: Any) -> bool:
     return False
 
 
-def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str]:
-    """(signature, target) of a call, in one pass over the sorted arguments.
+def is_page_key(key: str) -> bool:
+    kind = _PAGE_KEY.get(key)
+    if kind is None:
+        kind = key.casefold().replace("_", "").replace("-", "") in PAGE_KEYS
+        if len(_PAGE_KEY) < 4096:
+            _PAGE_KEY[key] = kind
+    return kind
 
-    The signature is ``tool:key=value,...`` with normalised values (strings
-    case folded and whitespace collapsed); ``target`` is the same for the
-    resource-naming arguments only, empty when the call names none (a pure
-    query). Both are keys for equality, never parsed back."""
-    parts: list[str] = []
+
+def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict]:
+    """(signature, target, series, parts) of a call, in one pass over the sorted arguments.
+
+    * signature: ``tool:key=value,...`` with every value in :func:`canon` form
+      (keys sorted at every depth, lists as sets, Unicode and punctuation
+      folded; free-text arguments without punctuation); ``None`` and empty
+      arguments are the same as absent ones;
+    * target: the same for the resource-naming arguments only, empty when the
+      call names none (a pure query);
+    * series: the signature without its paging arguments (page, offset,
+      cursor, ...): the calls that walk one listing;
+    * parts: argument name -> canonical value, to tell which arguments two calls differ in.
+
+    All are keys for equality, never parsed back."""
+    parts: dict[str, str] = {}
+    sig: list[str] = []
     targets: list[str] = []
-    for key in sorted(arguments):
+    series: list[str] = []
+    paged = False
+    keys = sorted(arguments) if len(arguments) > 1 else arguments
+    for key in keys:
         if key in ignore:
             continue
         value = arguments[key]
-        value = norm_text(value) if isinstance(value, str) else _norm_value(value, ignore)
-        part = f"{key}={value!r}"
-        parts.append(part)
-        if _is_target(key, value):
+        kind = _KEY_KIND.get(key)
+        if kind is None:
+            kind = _key_kind(key)
+        if isinstance(value, str):
+            if not value:
+                continue
+            if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
+                doc = _json_text(value)
+                text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
+            else:
+                text = '"' + norm_text(value, kind == _QUERY) + '"'
+            target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
+                                         and _ID_CHARS.search(value) is not None)
+        elif value is None:
+            continue
+        elif isinstance(value, bool):
+            text, target = repr(value), kind == _TARGET
+        elif isinstance(value, int):
+            text, target = repr(value), kind != _QUERY
+        else:
+            text = canon(value, ignore, kind == _QUERY)
+            target = _is_target(key, value)
+        part = f"{key}={text}"
+        parts[key] = text
+        sig.append(part)
+        if target:
             targets.append(part)
-    return f"{tool}:{','.join(parts)}", ",".join(targets)
+        page = _PAGE_KEY.get(key)
+        if page is None:
+            page = is_page_key(key)
+        if page:
+            paged = True
+        else:
+            series.append(part)
+    head = tool + ":"
+    signature = head + ",".join(sig)
+    return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts
+
+
+def _json_text(value: str) -> Any:
+    """A JSON object or array passed as a string (a filter, a payload): its value,
+    so formatting does not matter; None for any other string."""
+    head = value.lstrip()[:1]
+    if head not in ("{", "[") or len(value) > 20_000:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] = frozenset()) -> str:
@@ -141,17 +375,46 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
 
 
 def is_action_name(tool: str) -> bool:
-    return any(t.casefold() in ACTION_VERBS for t in _NAME_TOKEN.findall(tool))
+    """A side-effecting tool by its name: the first verb in it (after a vendor
+    prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
+    write verb."""
+    for token in _NAME_TOKEN.findall(tool):
+        t = token.casefold()
+        if t in READ_VERBS:
+            return False
+        if t in ACTION_VERBS:
+            return True
+    return False
 
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def result_hash(result: ToolResultEvent) -> str:
-    """A short stable key for "the same result": the repr of the data (tools
-    return their fields in a fixed order), hashed when longer than 40 characters."""
-    text = repr(result.data) if result.ok else f"!{result.error_type}|{result.error}"
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
+    """An error's text with what varies between attempts masked: numbers (retry
+    after 2 s / 4 s, line numbers, request ids), the call's own argument values
+    (``ENOENT ... open 'a.yaml'`` / ``'b.yaml'``) and the tool's name. Two
+    errors with the same mask are the same error; another mask is another error
+    (a validation error fixed, the next one reported)."""
+    text = result.error or ""
+    if result.tool:
+        text = text.replace(result.tool, "<tool>")
+    if arguments:
+        for value in arguments.values():
+            if isinstance(value, str) and len(value) >= 3:
+                text = text.replace(value, "<arg>")
+    return f"{result.error_type or 'error'}|{_NUMBER.sub('#', norm_text(text))[:200]}"
+
+
+def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
+    """A short stable key for "the same result": the canonical data (key order,
+    list order, Unicode form do not matter) or the masked error, hashed when
+    longer than 40 characters."""
+    text = canon_result(result.data) if result.ok else "!" + mask_error(result, arguments)
     return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
 
 
@@ -178,22 +441,121 @@ def is_pending(data: Any) -> bool:
 
 
 def is_ack(data: Any) -> bool:
-    """A bare acknowledgement (``{"moved": true}``, ``"ok"``): says the call
-    was done, carries no data to compare."""
-    if data is True or (isinstance(data, str) and len(data) <= 24):
+    """A bare acknowledgement (``{"moved": true}``, ``{"code": 0, "msg":
+    "success"}``, ``"ok"``): says the call was done, carries no data to
+    compare. Short scalar output that says nothing of the kind
+    (``{"stdout": "noop"}``) is data, not an acknowledgement."""
+    if data is True:
         return True
-    if not isinstance(data, dict) or not data or len(data) > 3:
+    if isinstance(data, str):
+        return norm_text(data).strip(" .!") in ACK_WORDS
+    if not isinstance(data, dict) or not data or len(data) > 4:
         return False
-    return all(v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 24)
-               for v in data.values())
+    said = False
+    for key, value in data.items():
+        if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+            continue
+        if isinstance(value, bool):
+            said = said or value
+        elif isinstance(value, str) and len(value) <= 40:
+            said = said or norm_text(value).strip(" .!") in ACK_WORDS or any(
+                w in ACK_WORDS for w in norm_text(value).replace(".", " ").split())
+        else:
+            return False
+    return said
+
+
+_SUBMIT_STATES = frozenset({"queued", "accepted", "submitted", "scheduled", "sent", "enqueued", "排队中", "已提交"})
+_CONTENT_KEYS = frozenset({"message", "text", "body", "content", "html", "markdown", "payload"})
+
+
+def is_submitted(data: Any, arguments: dict[str, Any]) -> bool:
+    """A call that handed content over for delivery and got a receipt
+    (``{"status": "queued"}`` for a message): a side effect, not a poll, whatever
+    the tool is called."""
+    if not isinstance(data, dict) or not any(k in _CONTENT_KEYS for k in arguments):
+        return False
+    for key in _STATUS_KEYS:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip().casefold() in _SUBMIT_STATES:
+            return True
+    return False
+
+
+_DIGITS = re.compile(r"\d+")
+_COPY = re.compile(r"\s*\(\d+\)")
+_HEX_RUN = re.compile(r"[0-9a-f]{4,}")
+
+
+def volatile_pair(a: str | None, b: str | None) -> bool:
+    """Two canonical argument values that differ only in digits (a counter, a
+    timestamp: ``noop1`` / ``noop2``) or in runs of hex digits (a request uuid)."""
+    if a is None or b is None:
+        return False
+    if _COPY.sub("", a) == _COPY.sub("", b):
+        return True                         # a numbered copy: "notes.md" / "notes (1).md"
+    return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
+
+
+_COPY_MARK = re.compile(r"\s*\(\d+\)")
+_COUNTER = re.compile(r"[-_ ]\d+(?=\.[a-z0-9]+\"?$|\"?$)")
+
+
+def numbered_copy(a: str | None, b: str | None) -> bool:
+    """Two names of one thing numbered apart, the way a tool de-duplicates them:
+    ``notes.md`` / ``notes (1).md``, or ``updates-1`` / ``updates-2`` when the
+    name has no other digits (a date is not a numbered name)."""
+    if a is None or b is None or a == b:
+        return False
+    if _COPY_MARK.sub("", a) == _COPY_MARK.sub("", b):
+        return True
+    base = _COUNTER.sub("", a)
+    return base == _COUNTER.sub("", b) and any(c.isalpha() for c in base) and not any(c.isdigit() for c in base)
+
+
+def page_end(data: Any) -> bool:
+    """The listing says it has ended: ``has_more: false``, a next cursor / page /
+    token that is null or empty, ``is_last: true``, at the top level or one
+    level down (``{"page": {"has_more": false}}``; ``{"links": {}}`` is not
+    enough)."""
+    if not isinstance(data, dict):
+        return False
+    for level in (data, *(v for v in data.values() if isinstance(v, dict))):
+        for key, value in level.items():
+            kind = _FLAG_KIND.get(key)
+            if kind is None:
+                k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+                kind = 1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS else 0
+                if len(_FLAG_KIND) < 4096:
+                    _FLAG_KIND[key] = kind
+            if kind and ((kind == 1 and value is False) or (kind == 2 and value is True)
+                         or (kind == 3 and (value is None or value == ""))):
+                return True
+    return False
+
+
+_FLAG_KIND: dict[Any, int] = {}
+
+
+_PATHS = re.compile(r"\S*[/\\]\S*")
+
+
+def is_create_name(tool: str) -> bool:
+    return any(t.casefold() in CREATE_VERBS for t in _NAME_TOKEN.findall(tool))
 
 
 def is_transient(result: ToolResultEvent) -> bool:
+    """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
+    quota or billing limit does not, whatever its status code. Paths and URLs
+    in the text are not read (a branch named ``feat/ratelimit``)."""
     if result.ok:
+        return False
+    text = _PATHS.sub(" ", result.error or "")
+    if _NOT_TRANSIENT.search(text):
         return False
     if (result.error_type or "").casefold() in TRANSIENT_TYPES:
         return True
-    return bool(_TRANSIENT.search(result.error or ""))
+    return bool(_TRANSIENT.search(text))
 
 
 def error_signature(result: ToolResultEvent) -> str:
@@ -202,7 +564,3 @@ def error_signature(result: ToolResultEvent) -> str:
     need not share a prefix ("MCP client not connected for tool 'x'")."""
     text = (result.error or "").replace(result.tool, "<tool>") if result.tool else (result.error or "")
     return f"{result.error_type or 'error'}|{norm_text(text)[:160]}"
-
-
-def empty(result: ToolResultEvent) -> bool:
-    return is_empty_data(result.data)

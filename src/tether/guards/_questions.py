@@ -17,8 +17,10 @@ REFUSALS = (
     "不想回答", "不回答", "保密", "关你什么事", "算了", "不订了",
     "rather not", "won't say", "will not say", "not telling", "not going to tell", "don't want to say",
     "do not want to say", "don't want to tell", "none of your business", "no comment", "prefer not",
-    "not saying", "stop asking",
+    "not saying", "stop asking", "i said no", "declined", "先不", "不选", "不需要", "说了不",
 )
+# Whole replies that decline what was asked ("Run it?" "no"): asking the same again is a repeat.
+DECLINES = frozenset({"no", "nope", "no thanks", "no thank you", "not now", "不", "不要", "不用", "不用了", "不行", "别"})
 NON_ANSWERS = frozenset({
     "嗯", "哦", "啊", "呃", "随便", "都行", "不知道", "不清楚", "不确定", "没想好", "再说", "再说吧", "…", "...", "?", "？",
     "hmm", "whatever", "idk", "i don't know", "dunno", "not sure", "no idea", "anything",
@@ -41,7 +43,7 @@ def _norm(text: str) -> str:
 def is_refusal(reply: str) -> bool:
     """A refusal or a non-answer: the question did not get what it asked for."""
     t = _norm(reply).strip(" 。.!！~～")
-    if not t or t in NON_ANSWERS:
+    if not t or t in NON_ANSWERS or t in DECLINES:
         return True
     return any(r in t for r in REFUSALS)
 

@@ -134,3 +134,68 @@ async def check_trace(trajectory: Trajectory, guards: Sequence[Any]) -> list[Tri
                 await r.ask("after_tool", event.seq, call, r.trajectory.events[-1])
             held.discard(event.call_id)
     return r.trips
+
+
+@dataclass
+class RunCheck:
+    """One run of many: where it came from and what the guards did on it."""
+
+    source: str                      # a run id or a trace path
+    calls: int                       # tool calls the run executed
+    trips: list[Trip]                # trips before the point the run would have ended
+    error: str = ""                  # why the run could not be read (then no trips)
+
+    @property
+    def stopped(self) -> Trip | None:
+        return next((t for t in self.trips if t.verdict.action in ("stop", "escalate")), None)
+
+
+@dataclass
+class RuleCount:
+    guard: str
+    rule: str
+    runs: int = 0                    # runs with at least one trip of this rule
+    hint: int = 0                    # trips by verdict
+    block: int = 0
+    stop: int = 0
+    escalate: int = 0
+
+    @property
+    def trips(self) -> int:
+        return self.hint + self.block + self.stop + self.escalate
+
+
+def rule_table(checks: Sequence[RunCheck]) -> list[RuleCount]:
+    """Per guard rule over many runs: runs it tripped in and its trips by verdict.
+    Trips after the point a run would have been stopped are not counted (they
+    would not have happened)."""
+    table: dict[tuple[str, str], RuleCount] = {}
+    for check in checks:
+        seen: set[tuple[str, str]] = set()
+        for trip in check.trips:
+            key = (trip.guard, trip.verdict.rule)
+            row = table.setdefault(key, RuleCount(*key))
+            setattr(row, trip.verdict.action, getattr(row, trip.verdict.action) + 1)
+            if key not in seen:
+                row.runs += 1
+                seen.add(key)
+    return sorted(table.values(), key=lambda r: (-r.runs, r.guard, r.rule))
+
+
+async def check_many(runs: Any, make_guards: Any) -> list[RunCheck]:
+    """Feed many recorded runs through fresh guards from ``make_guards()`` each.
+    ``runs`` yields ``(source, load)`` where ``load()`` returns the trajectory or
+    raises a tether error (an unreadable run is reported, not fatal)."""
+    from ..errors import TetherError
+
+    out: list[RunCheck] = []
+    for source, load in runs:
+        try:
+            trajectory = load()
+        except TetherError as exc:
+            out.append(RunCheck(source, 0, [], error=str(exc).splitlines()[0][:300]))
+            continue
+        trips = await check_trace(trajectory, list(make_guards()))
+        calls = len(trajectory.tool_calls(executed_only=True))
+        out.append(RunCheck(source, calls, [t for t in trips if not t.after_stop]))
+    return out

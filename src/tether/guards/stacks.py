@@ -8,15 +8,17 @@
     tokens; a hint at 80%. Generous for C4 (the longest good run makes ~8
     calls) but tight enough that a runaway loop ends within seconds.
   - ``loop``: an unchanged identical call at most twice (the seed's LD-01
-    expects the loop to be recognized when the 3rd call repeats the 1st),
-    two retries of a transient failure (the 4th attempt is blocked), ten
-    unchanged polls of a pending status; a cycle of period 2-4 may complete
-    one round; 4 calls of one tool in a row without progress (LD-03 tolerates
-    3-5 searches); 5 different calls with the same result; 2 tools failing
-    with the same error is an outage (AR-03); a question the user refused is
-    not asked again. Batch work over distinct targets, pagination and polls
-    are progress (docs/guards.md). First trip of a kind: a hint; the same
-    trip again: stop as ``loop_aborted`` after a finish-up.
+    expects the loop recognised when the 3rd call repeats the 1st); a side
+    effect that succeeded is not repeated (a fresh id is not new work); a
+    tool failing transiently gets 4 retries when they are paced, 2 when they
+    hammer, a hint when they are used up and never a block; pages past the end
+    of a listing; ten unchanged polls (one hint at the 5th when nothing waits
+    between them); cycles and work started over; 4 calls of one tool without
+    progress, or 3 rewordings with the very same answer; 5 different calls
+    with the same result; an outage across tools; a question the user
+    refused or declined is not asked again (docs/guards.md says why each
+    number is what it is). First trip of a kind: a hint; the same trip again:
+    stop as ``loop_aborted`` after a finish-up.
   - ``result``: tool-result checks, the done / not-done ledger, and the claim
     check on the final answer.
 

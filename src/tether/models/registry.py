@@ -66,7 +66,24 @@ def resolve_model(spec: str | Model) -> Model:
         return _FACTORIES[prefix](rest)
     if sep and ("." in prefix or "/" in prefix) and rest and "/" not in rest:
         return _user_model(spec)
+    if sep and rest.isidentifier() and _importable(prefix):
+        return _user_model(spec)                     # module:factory, as --agent takes it
     raise UnknownModelSpec(spec, list(_FACTORIES))
+
+
+def _importable(name: str) -> bool:
+    """A top-level module the user could mean: on the path or in the current folder."""
+    import importlib.util
+    from pathlib import Path
+
+    if not name.isidentifier():
+        return False
+    if (Path.cwd() / f"{name}.py").is_file() or (Path.cwd() / name / "__init__.py").is_file():
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _user_model(spec: str) -> Model:

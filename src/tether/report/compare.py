@@ -2,43 +2,47 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ..evals.results import Results
 from .terminal import VERDICT_STYLE, _pct
 
 
+def _rate(m) -> str:
+    if m is None:
+        return "-"
+    if m.rate is not None:
+        return _pct(m.rate)
+    return f"auto {_pct(m.auto_rate)}" if m.auto_rate is not None else "unjudged"
+
+
 def render_guard_comparison(results: Results, console: Console) -> None:
+    """Per model: each dimension's rate under every stack, then the cases whose automatic
+    verdict changed between stacks (the case table above has every verdict)."""
     models = list(dict.fromkeys(r.model for r in results.runs))
     for model in models:
         runs = [r for r in results.runs if r.model == model]
         if len(runs) < 2:
             continue
-        table = Table(title=f"{model} · what the guards changed", box=box.SIMPLE_HEAD, pad_edge=False)
-        table.add_column("case", no_wrap=True)
-        for r in runs:
-            table.add_column(f"guards {r.guards}", no_wrap=True)
-        table.add_column("", no_wrap=True)
-        base = runs[0]
-        for i, case in enumerate(base.cases):
-            cells = []
-            verdicts = []
-            for r in runs:
-                c = r.cases[i]
-                t = c.trials[-1]
-                verdicts.append(c.auto_verdict)
-                cell = Text(f"{c.verdict}", style=VERDICT_STYLE.get(c.verdict, ""))
-                cell.append(f" auto {c.auto_verdict} · {t.counters.tool_calls} calls", style="dim")
-                if t.counters.guard_trips:
-                    cell.append(f" · {t.counters.guard_trips} trips", style="dim")
-                cells.append(cell)
-            changed = len(set(verdicts)) > 1
-            table.add_row(case.case_id, *cells, Text("changed" if changed else "", style="bold"))
-        console.print(table)
-        for dim in base.dimensions:
-            parts = [f"guards {r.guards}: {_pct(r.dimensions[dim].rate)} (auto {_pct(r.dimensions[dim].auto_rate)})"
-                     for r in runs if dim in r.dimensions]
-            console.print(f"  {dim} {base.dimensions[dim].name}: " + " · ".join(parts), highlight=False)
+        console.print(Text(f"what the guards changed · {model}", style="bold"), highlight=False)
+        stacks = " / ".join(f"guards {r.guards}" for r in runs)
+        for dim, base in runs[0].dimensions.items():
+            rates = " -> ".join(_rate(r.dimensions.get(dim)) for r in runs)
+            console.print(f"  {dim} {base.name} ({stacks}): {rates}", highlight=False, soft_wrap=True)
+        by_case = [{c.case_id: c for c in r.cases} for r in runs]
+        changed = []
+        rank = {d: i for i, d in enumerate(runs[0].dimensions)}
+        for case_id in sorted(by_case[0], key=lambda cid: (rank.get(by_case[0][cid].dimension, 99), cid)):
+            verdicts = [m[case_id].auto_verdict if case_id in m else "-" for m in by_case]
+            if len(set(verdicts)) > 1:
+                changed.append((case_id, verdicts))
+        if not changed:
+            console.print("  no automatic verdict changed", style="dim", highlight=False)
+        for case_id, verdicts in changed:
+            line = Text(f"  changed {case_id}: ")
+            for i, v in enumerate(verdicts):
+                if i:
+                    line.append(" -> ")
+                line.append(v, style=VERDICT_STYLE.get(v, ""))
+            console.print(line, highlight=False, soft_wrap=True)

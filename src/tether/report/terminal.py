@@ -31,9 +31,9 @@ def _span(ci: tuple[float, float] | None) -> str:
 
 
 def _rate_cell(m: DimensionMetrics | None) -> Text:
-    """The rate over decided cases with its Wilson 95 % interval, then the rate over
-    automatic verdicts. When no case is decided (rubrics nobody judged yet) the
-    automatic rate leads and the cell says "unjudged", never n/a or 0 %."""
+    """Two lines: the rate over decided cases (or, when no case is decided, the rate
+    over automatic criteria, marked ``auto``), then the case counts. A rate from
+    automatic criteria alone always says so; nobody's judge-only case reads 100 %."""
     if m is None:
         return Text("-", style="dim")
     shown = m.rate if m.rate is not None else m.auto_rate
@@ -42,28 +42,45 @@ def _rate_cell(m: DimensionMetrics | None) -> Text:
         ok = shown >= 0.5 if m.better == "higher" else shown <= 0.5
         style = "green" if ok else "red"
     if m.rate is not None:
-        text = Text(f"{_pct(m.rate)}", style=f"bold {style}".strip())
-        text.append(f"\n{_span(m.interval)}", style="dim")
-        text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
+        text = Text(_pct(m.rate), style=f"bold {style}".strip())
+        if m.unjudged:
+            text.append(f"\nauto {_pct(m.auto_rate)}", style=style)
     elif m.auto_rate is not None:
-        text = Text(f"auto {_pct(m.auto_rate)}", style=f"bold {style}".strip())
-        text.append(f"\n{_span(m.auto_interval)}", style="dim")
-        text.append("\nunjudged", style="dim")
+        text = Text(f"auto {_pct(m.auto_rate)}", style=style)
     else:
         text = Text("unjudged" if m.unjudged else "n/a", style="dim")
-        text.append("\n\n")
-    text.append(f"\n{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J", style="dim")
-    if m.errors:
-        text.append(f" {m.errors}E", style="magenta")
+    counts = f"{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J" + (f" {m.errors}E" if m.errors else "")
+    text.append(f"\n{counts}", style="dim")
     return text
 
 
-def _label(run: ModelRunResult, results: Results) -> str:
+def subject_labels(results: Results) -> list[str]:
+    """One label per subject (model or agent, with its guard stack when stacks differ)."""
     several_stacks = len({r.guards for r in results.runs}) > 1 or any(r.guards != "off" for r in results.runs)
-    return f"{run.model}\nguards {run.guards}" if several_stacks else run.model
+    return [f"{run.model} · guards {run.guards}" if several_stacks else run.model for run in results.runs]
+
+
+def needs_judge(results: Results) -> tuple[int, int]:
+    """(cases with a criterion only the judge decides that nobody decided, cases in all)."""
+    ids: set[str] = set()
+    waiting: set[str] = set()
+    for run in results.runs:
+        for case in run.cases:
+            ids.add(case.case_id)
+            if any(cr.verdict == "unjudged" for t in case.trials for cr in t.criteria):
+                waiting.add(case.case_id)
+    return len(waiting), len(ids)
 
 
 def render_summary(results: Results, console: Console) -> None:
+    """The first screen: what the judge has not decided, then one row per subject and
+    dimension. Subjects are numbered; the case table refers to them by number."""
+    waiting, total = needs_judge(results)
+    if waiting:
+        console.print(Text.assemble(
+            (f"{waiting} of {total} cases need the judge", "bold yellow"),
+            " (add --judge MODEL): their judge criteria read unjudged and never count as a pass. "
+            "Rates marked auto are over automatic criteria only."), highlight=False)
     dims: list[str] = []
     names: dict[str, DimensionMetrics] = {}
     for run in results.runs:
@@ -71,42 +88,94 @@ def render_summary(results: Results, console: Console) -> None:
             if d not in dims:
                 dims.append(d)
                 names[d] = m
-    table = Table(title=f"{results.suite.upper()} · rate over decided cases, and over automatic verdicts",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("model", no_wrap=True)
+    console.print(Text(f"{results.suite.upper()} · rate per dimension over decided cases", style="bold"),
+                  highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    labels = subject_labels(results)
+    table.add_column("subject", overflow="fold",
+                     min_width=min(20, max(len(f"[{len(labels)}] {x}") for x in labels)) if labels else None)
     for d in dims:
         arrow = "↓" if names[d].better == "lower" else "↑"
-        table.add_column(f"{d} {arrow}", no_wrap=True)
-    for run in results.runs:
-        table.add_row(_label(run, results), *[_rate_cell(run.dimensions.get(d)) for d in dims])
+        table.add_column(f"{d} {arrow}", no_wrap=True, min_width=11, max_width=14)
+    for i, (run, label) in enumerate(zip(results.runs, labels), 1):
+        table.add_row(f"[{i}] {label}", *[_rate_cell(run.dimensions.get(d)) for d in dims])
     console.print(table)
-    console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim")
-    console.print("  P pass · F fail · U unclear (between a case's pass and fail ranges) · "
-                  "J unjudged (needs the judge; never counted as a pass or a fail) · [95% Wilson interval]"
-                  + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""), style="dim")
-    for run in results.runs:
-        modes = ", ".join(f"{k} {v.count} ({v.rate:.0%} of trials)" for k, v in run.failure_modes.items())
-        console.print(f"  failure modes · {run.model} · guards {run.guards}: {modes or 'none'}", highlight=False)
+    console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim", highlight=False)
+    console.print("  P pass · F fail · U unclear (between the pass and fail ranges) · J unjudged (needs the judge)"
+                  + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""),
+                  style="dim", highlight=False)
 
 
-def render_cases(run: ModelRunResult, console: Console) -> None:
+def _case_verdict(case) -> Text:
+    """A case's verdict; a case whose judge criteria nobody decided shows its automatic
+    verdict as ``auto pass`` / ``auto fail``, never a bare pass."""
+    if case.verdict == "unjudged" and case.auto_verdict != "unjudged":
+        text = Text("auto ", style="dim")
+        text.append(case.auto_verdict, style=VERDICT_STYLE.get(case.auto_verdict, ""))
+        return text
+    return _verdict(case.verdict)
+
+
+def _matrix_cell(case) -> Text:
+    """A case's verdict for one subject, with the tool calls of its last trial."""
+    text = _case_verdict(case)
+    if case.verdict != "error":
+        text.append(f" {case.trials[-1].counters.tool_calls}", style="dim")
+    return text
+
+
+MATRIX_COLUMNS = 4   # subjects per case table: 9 + 4 x 15 columns fit 80
+
+
+def render_matrix(results: Results, console: Console) -> None:
+    """Every case against every subject, in tables of at most MATRIX_COLUMNS subjects,
+    so an 80-column pipe never cuts a case id."""
+    labels = subject_labels(results)
+    dims = list(dict.fromkeys(d for run in results.runs for d in run.dimensions))
+    rank = {d: i for i, d in enumerate(dims)}
+    cases = {c.case_id: c.dimension for run in results.runs for c in run.cases}
+    order = sorted(cases, key=lambda cid: (rank.get(cases[cid], len(rank)), cid))
+    width = max((len(x) for x in order), default=4)
+    numbered = list(enumerate(results.runs, 1))
+    for start in range(0, len(numbered), MATRIX_COLUMNS):
+        chunk = numbered[start:start + MATRIX_COLUMNS]
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("case", no_wrap=True, min_width=width)
+        for i, _ in chunk:
+            table.add_column(f"[{i}]", no_wrap=True, min_width=12)
+        by_subject = [{c.case_id: c for c in run.cases} for _, run in chunk]
+        for case_id in order:
+            table.add_row(case_id, *[_matrix_cell(m[case_id]) if case_id in m else Text("-", style="dim")
+                                     for m in by_subject])
+        console.print(table)
+    multi = any(r.trials > 1 for r in results.runs)
+    console.print("  verdict of the case (auto pass / auto fail: its automatic criteria, the judge's unjudged), "
+                  f"then tool calls{' of the last trial' if multi else ''}", style="dim", highlight=False)
+    for i, (run, label) in enumerate(zip(results.runs, labels), 1):
+        modes = ", ".join(f"{k} {v.count}" for k, v in run.failure_modes.items())
+        console.print(f"  [{i}] {label} · failure modes: {modes or 'none'}", highlight=False, soft_wrap=True)
+
+
+def render_cases(run: ModelRunResult, console: Console, label: str | None = None) -> None:
+    """One subject's cases with their key counts, then every failing or unclear criterion
+    with its evidence (tether eval --verbose, tether score)."""
     multi = run.trials > 1
-    table = Table(title=f"{run.model} · guards {run.guards} · {run.trials} trial(s)", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    table.add_column("case", no_wrap=True, min_width=8)
-    table.add_column("verdict", no_wrap=True, min_width=8)
-    table.add_column("auto", no_wrap=True, min_width=8)
-    table.add_column("status", no_wrap=True, min_width=9)
+    width = max((len(c.case_id) for c in run.cases), default=4)
+    table = Table(title=f"{label or run.model} · {run.trials} trial(s) per case", box=box.SIMPLE_HEAD,
+                  pad_edge=False, title_justify="left")
+    table.add_column("case", no_wrap=True, min_width=width)
+    table.add_column("verdict", no_wrap=True, min_width=9)
+    table.add_column("status", overflow="fold")
     for col in ("call", "same", "rtry", "strt", "ask"):
-        table.add_column(col, justify="right", no_wrap=True)
+        table.add_column(col, justify="right", no_wrap=True, min_width=4)
     if multi:
-        table.add_column("pass^k", justify="right", no_wrap=True)
+        table.add_column("pass^k", justify="right", no_wrap=True, min_width=8)
     reasons: list[tuple[str, str, str]] = []
     for case in run.cases:
         last = case.trials[-1]
         c = last.counters
-        statuses = ",".join(sorted({t.status for t in case.trials}))
-        row = [case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), statuses,
+        statuses = ", ".join(sorted({t.status for t in case.trials}))
+        row = [case.case_id, _case_verdict(case), statuses,
                str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
         if multi:
             row.append(_pass_k(case))
@@ -115,16 +184,21 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
             if cr.verdict in ("fail", "unclear"):
                 reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
     console.print(table)
-    console.print("  call = tool calls executed · same = most repeats of one exact call · rtry = calls repeating an "
-                  "unsuccessful call · strt = distinct recovery strategies · ask = questions to the user", style="dim")
+    console.print("  call tool calls executed · same most repeats of one exact call · rtry calls repeating an unsuccessful "
+                  "call · strt distinct recovery strategies · ask questions to the user", style="dim",
+                  highlight=False)
     console.print("  tool calls by outcome (last trials): " + outcome_summary(c for case in run.cases
                                                                               for c in [case.trials[-1].counters]),
                   style="dim", highlight=False)
+    spans = " · ".join(f"{d} {_span(m.interval if m.rate is not None else m.auto_interval)}"
+                       for d, m in run.dimensions.items() if (m.interval or m.auto_interval))
+    if spans:
+        console.print(f"  95% Wilson intervals: {spans}", style="dim", highlight=False)
     for case_id, verdict, why in reasons:
         line = Text(f"  {case_id} ")
         line.append(verdict, style=VERDICT_STYLE[verdict])
         line.append(f" {why}")
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=False)
 
 
 def _pass_k(case) -> Text:

@@ -75,6 +75,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    _hide_tether_frames(call)
     report = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
     if report.failed:
@@ -84,6 +85,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             report.sections.append(("tether runs", f"runs of this test, in {where} "
                                     f"(tether runs show RUN --store {where}):\n" + "\n".join(runs)))
     return report
+
+
+def _hide_if_tether_error(excinfo: Any) -> bool:
+    from ..errors import TetherError
+
+    return excinfo is not None and isinstance(excinfo.value, TetherError)
+
+
+def _hide_tether_frames(call: pytest.CallInfo[None]) -> None:
+    """A tether error (a replay mismatch, a script left over, ...) reads as its message
+    under the user's own frames: every tether module gets pytest's ``__tracebackhide__``
+    as a callable that hides its frames for tether's own errors only (any other
+    exception keeps them; ``pytest --fulltrace`` shows everything)."""
+    if call.excinfo is None:
+        return
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if (name == "tether" or name.startswith("tether.")) and module is not None:
+            module.__dict__.setdefault("__tracebackhide__", _hide_if_tether_error)
 
 
 def _call_passed(node: pytest.Item | Any) -> bool:

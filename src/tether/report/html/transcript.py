@@ -169,7 +169,7 @@ def build(t: Trajectory) -> Transcript:
         elif isinstance(e, GuardTripped):
             items.append(Item("guard", e.step, e.at_ms, {"guard": e.guard, "rule": e.rule, "verdict": e.verdict,
                                                          "message": e.message, "numbers": e.numbers}))
-            spans.append({"lane": "guard", "start": e.at_ms, "end": e.at_ms, "label": f"{e.guard}.{e.rule} {e.verdict}",
+            spans.append({"lane": "guard", "start": e.at_ms, "end": e.at_ms, "label": f"{e.name} {e.verdict}",
                           "mark": True})
             row(e.step).trips += 1
         elif isinstance(e, ApprovalEvent):
