@@ -4,7 +4,7 @@ import pytest
 
 from tether import Decision, ScriptedModel, TerminalStatus, ToolSet, Trajectory, run_agent_sync, tool
 from tether.errors import CaseFileError
-from tether.events import RunStarted, ToolCallEvent, UserMessage
+from tether.events import EVENT_ADAPTER, TRACE_VERSION, Outcome, RunStarted, ToolCallEvent, ToolResultEvent, UserMessage, events_digest
 
 
 @tool(description="查询订单")
@@ -27,7 +27,7 @@ def test_trace_round_trips_as_utf8_jsonl(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert "查一下订单" in text and "\\u" not in text
     first = json.loads(text.splitlines()[0])
-    assert first["type"] == "run_started" and first["version"] == 2
+    assert first["type"] == "run_started" and first["version"] == TRACE_VERSION
     again = Trajectory.load(path)
     assert [e.model_dump() for e in again] == [e.model_dump() for e in result.trajectory]
 
@@ -59,3 +59,28 @@ def test_bad_trace_lines_are_reported_with_line_numbers():
     lines = [loc.line for loc, _ in exc.value.problems]
     assert lines == [2, 3]
     assert "x.jsonl:2" in str(exc.value)
+
+
+@pytest.mark.parametrize("source,error_type,outcome", [
+    ("tool", None, "executed"), ("world", "not_found", "executed"), ("tool", "exception", "failed"),
+    ("mock", None, "mocked"), ("intercept", "timeout", "intercepted"), ("fault", "timeout", "injected"),
+    ("guard", "guard_blocked", "blocked"), ("approval", "rejected", "held"), ("ledger", None, "ledger"),
+    ("ledger", "outcome_unknown", "held"), ("runner", "invalid_arguments", "refused"),
+    ("runner", "exception", "failed"), ("replay", "replay_mismatch", "refused"), ("import", None, "executed"),
+])
+def test_a_format_2_result_gets_its_outcome_from_its_source_and_is_written_back_unchanged(source, error_type, outcome):
+    old = {"seq": 3, "at_ms": 1.0, "type": "tool_result", "step": 1, "call_id": "c1", "tool": "t", "ok": error_type is None,
+           "data": None, "error": None if error_type is None else "x", "error_type": error_type, "source": source,
+           "duration_ms": 0.0}
+    event = EVENT_ADAPTER.validate_python(old)
+    assert event.outcome == Outcome(outcome)
+    assert event.executed == (outcome in ("executed", "failed", "mocked", "intercepted", "injected"))
+    assert event.model_dump(mode="json") == old                       # the stored record, byte for byte
+    assert events_digest([event.model_dump(mode="json")]) == events_digest([old])
+
+
+def test_a_format_3_result_carries_its_outcome():
+    event = ToolResultEvent(step=1, call_id="c1", tool="t", ok=True, source="ledger", outcome=Outcome.LEDGER)
+    dumped = event.model_dump(mode="json")
+    assert dumped["outcome"] == "ledger" and Outcome.LEDGER.label == "answered from the ledger"
+    assert EVENT_ADAPTER.validate_python(dumped).model_dump(mode="json") == dumped

@@ -24,7 +24,8 @@ Three families are kept apart (see STYLE.md item 5)::
     └── LoopSignal                 signals between the run loop, its gates and its callers
         ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
         └── RunAborted             the run must not go on; the loop records it and re-raises
-            ├── LeaseLost          another process took over the run's lease
+            ├── LeaseLost          another process took over the run's lease (nothing more is written)
+            ├── ResumeDiverged     a run resumed by replay did not repeat its record
             └── Mismatch           replay: the run departed from its recording (also an AssertionError)
                 ├── ModelRequestMismatch
                 ├── ToolNameMismatch
@@ -202,3 +203,8 @@ class RunAborted(LoopSignal):
 
 class LeaseLost(RunAborted):
     """This process no longer holds the run's lease: another one drives it now."""
+
+
+class ResumeDiverged(RunAborted):
+    """A run resumed by replay: the agent did not repeat its recorded requests and
+    calls given the recorded answers, so the record cannot carry it to the crash point."""

@@ -20,6 +20,13 @@ Format version 2 makes the record complete (docs/events.md is the reference,
 * ``run_finished`` carries an ``error_kind`` (infrastructure, harness,
   misuse, aborted) when the run ended in ``error``.
 
+Format version 3 says how each tool call ended, on its result: ``outcome``
+(:class:`Outcome`: executed, mocked, intercepted, injected, failed, blocked,
+held, refused, ledger), the one vocabulary results, guards, ``guard-check``,
+diff and the report read. Older results carry only ``source``; it is mapped
+to the outcome on read (:func:`outcome_of`), and such an event is written
+back exactly as it was stored (its digest does not change).
+
 Version 1 traces (no messages, no specs) still load.
 """
 
@@ -28,16 +35,61 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, model_serializer, model_validator
 
 from .errors import CaseFileError, FileLocation
 from .messages import DecisionKind, Message, ToolCallRequest, ToolSpec, Usage, canonical_json
 from .status import TerminalStatus
 
-TRACE_VERSION = 2
+TRACE_VERSION = 3
+
+
+class Outcome(str, Enum):
+    """How a tool call ended: who answered it, and so whether it ran.
+
+    ``executed`` is the predicate: the call reached the tools (the real tool,
+    the scenario world, or the case's stand-in for the tool: a mock, an
+    intercept, an injected fault). The others never reached a tool.
+    """
+
+    EXECUTED = "executed"        # the tool ran (the harness's tool, a scenario world, a real API)
+    FAILED = "failed"            # the tool ran and raised (its result is the exception)
+    MOCKED = "mocked"            # a case mock answered for the tool
+    INTERCEPTED = "intercepted"  # a case intercept answered for the tool
+    INJECTED = "injected"        # an injected fault answered (tether.tools.faults)
+    BLOCKED = "blocked"          # a guard blocked or stopped the call
+    HELD = "held"                # a gate held it: an approval pending, rejected or expired; an unknown outcome
+    REFUSED = "refused"          # tether refused it: unknown tool, arguments that do not fit, a replay mismatch
+    LEDGER = "ledger"            # answered from the side-effect ledger, not run again
+
+    @property
+    def executed(self) -> bool:
+        return self in _EXECUTED
+
+    @property
+    def label(self) -> str:
+        return "answered from the ledger" if self is Outcome.LEDGER else self.value
+
+
+_EXECUTED = frozenset({Outcome.EXECUTED, Outcome.FAILED, Outcome.MOCKED, Outcome.INTERCEPTED, Outcome.INJECTED})
+_BY_SOURCE = {"guard": Outcome.BLOCKED, "approval": Outcome.HELD, "ledger": Outcome.LEDGER, "mock": Outcome.MOCKED,
+              "intercept": Outcome.INTERCEPTED, "fault": Outcome.INJECTED, "replay": Outcome.REFUSED}
+
+
+def outcome_of(source: str, error_type: str | None = None) -> Outcome:
+    """The outcome of a result answered by ``source`` (ToolResult.source, or an
+    older event's): the one mapping from the free-form source to the vocabulary."""
+    if source == "runner":      # tether's tool runner: a tool (or a layer) that raised ran; anything else was refused
+        return Outcome.FAILED if error_type == "exception" else Outcome.REFUSED
+    if source == "ledger" and error_type == "outcome_unknown":
+        return Outcome.HELD
+    if error_type == "exception":
+        return Outcome.FAILED
+    return _BY_SOURCE.get(source, Outcome.EXECUTED)     # a tool, a world, an import, a tool's own label
 
 RequestRole = Literal["agent", "judge", "user", "drift", "review"]
 RunKind = Literal["run", "eval", "replay", "cassette", "import", "mcp", "plan", "gateway"]
@@ -131,10 +183,40 @@ class ToolResultEvent(_Event):
     data: Any = None
     error: str | None = None
     error_type: str | None = None
-    # Who answered: a case mock or intercept, the scenario world, a real tool,
-    # or the runner itself (unknown tool, bad arguments).
+    # Who answered, free-form: a case mock or intercept, the scenario world, a
+    # real tool, the runner itself (unknown tool, bad arguments), the ledger...
     source: str = "tool"
     duration_ms: float = 0.0
+    # How the call ended (format 3); an older event's is read from its source.
+    outcome: Outcome = Outcome.EXECUTED
+    _inferred: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_outcome(cls, data: Any, handler: Any) -> "ToolResultEvent":
+        if isinstance(data, dict) and data.get("outcome") is None:
+            event = handler({**data, "outcome": outcome_of(str(data.get("source", "tool")), data.get("error_type"))})
+            event._inferred = "outcome" not in data
+            return event
+        return handler(data)
+
+    @model_serializer(mode="wrap")
+    def _write(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if self._inferred:              # stored before format 3: written back as it was
+            out.pop("outcome", None)
+        return out
+
+    @property
+    def executed(self) -> bool:
+        """The call reached the tools (see :class:`Outcome`)."""
+        return self.outcome.executed
+
+    @property
+    def took_effect(self) -> bool:
+        """The call's effect is there: it reached the tools, or the side-effect ledger
+        answers that an earlier attempt of it did (evidence, a 'done' item)."""
+        return self.outcome.executed or self.outcome is Outcome.LEDGER
 
 
 class GuardTripped(_Event):
@@ -279,12 +361,12 @@ class Trajectory:
     def calls_with_results(self, tool: str | Iterable[str] | None = None, *,
                            executed_only: bool = False) -> list[tuple[ToolCallEvent, ToolResultEvent | None]]:
         """Calls (optionally of ``tool``) with their results. ``executed_only``
-        drops calls that never reached the tool: blocked or stopped by a guard,
-        or held by an approval gate."""
+        keeps the calls that reached the tools (:attr:`Outcome.executed`) and
+        calls whose result is not recorded (a run cut off mid-call)."""
         names = _names(tool)
         return [(c, r) for c, r in self._paired()
                 if (names is None or c.tool in names)
-                and not (executed_only and r is not None and r.source in ("guard", "approval"))]
+                and not (executed_only and r is not None and not r.executed)]
 
     def tool_calls(self, tool: str | Iterable[str] | None = None, *, executed_only: bool = False) -> list[ToolCallEvent]:
         """Calls the model made (see :meth:`calls_with_results` for ``executed_only``)."""
@@ -293,6 +375,14 @@ class Trajectory:
     def tool_results(self, tool: str | Iterable[str] | None = None) -> list[ToolResultEvent]:
         names = _names(tool)
         return [e for e in self.of_type(ToolResultEvent) if names is None or e.tool in names]
+
+    def outcome_counts(self) -> dict[str, int]:
+        """Tool calls by outcome (every outcome, zeros included; ``unfinished``: no result recorded)."""
+        counts = {o.value: 0 for o in Outcome}
+        counts["unfinished"] = 0
+        for _, r in self._paired():
+            counts[r.outcome.value if r is not None else "unfinished"] += 1
+        return counts
 
     def tool_order(self) -> list[str]:
         return [c.tool for c in self.tool_calls()]

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tether import Decision, FunctionModel, ModelRequest, RunConfig, ScriptedModel, run_agent
+from tether.events import TRACE_VERSION
 from tether.replay import (
     Cassette,
     ContainsAll,
@@ -206,7 +207,7 @@ async def test_the_cassette_is_readable_versioned_json(cassette_dir, refund_worl
     events = doc["events"]
     lines = text.splitlines()
     assert sum(1 for line in lines if line.startswith('    {"seq": ')) == len(events)
-    assert events[0]["type"] == "run_started" and events[0]["version"] == 2 and events[0]["kind"] == "cassette"
+    assert events[0]["type"] == "run_started" and events[0]["version"] == TRACE_VERSION and events[0]["kind"] == "cassette"
     assert [s["name"] for s in events[0]["tool_specs"]] == ["get_order", "check_refund", "create_refund"]
     result = next(e for e in events if e["type"] == "tool_result")
     assert {k: result[k] for k in ("step", "tool", "ok", "data", "source")} == {
@@ -262,21 +263,21 @@ async def test_a_departure_is_stored_as_an_aborted_replay(cassette_dir, refund_w
 
 
 async def test_results_that_never_reached_a_tool_are_not_served_from_the_cassette(cassette_dir, refund_world):
-    """An unknown tool (the runner answers) and a repeated side effect (the ledger answers)
-    are answered by the live run loop again in replay; only real tool results are served."""
+    """An unknown tool (the runner refuses it) is answered by the live run loop again in replay;
+    only results that reached a tool are served, a second intended refund included (it executed)."""
     model = ScriptedModel([
         Decision.call("get_order", {"order_id": "A100"}),
         Decision.call("cancel_order", {"order_id": "A100"}),                    # no such tool
         Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),
-        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),  # the ledger answers
+        Decision.call("create_refund", {"order_id": "A100", "amount": 19900}),  # a second, intended refund
         Decision.final("退款已提交，退款单号为 R900。"),
     ], name="refund-agent")
     _, cassette = await record_run(model, refund_world.tools, message=MESSAGE)
     cassette = Cassette.load(cassette.save(cassette_dir / "sources.json"))
-    sources = [r.source for r in cassette.trajectory().tool_results()]
-    assert sources == ["tool", "runner", "tool", "ledger"]
-    assert [c.tool for c in cassette.recorded_calls()] == ["get_order", "create_refund"]
+    outcomes = [r.outcome.value for r in cassette.trajectory().tool_results()]
+    assert outcomes == ["executed", "refused", "executed", "executed"]
+    assert [c.tool for c in cassette.recorded_calls()] == ["get_order", "create_refund", "create_refund"]
 
     result = await Replayer(cassette).run()
-    assert [r.source for r in result.trajectory.tool_results()] == ["tool", "runner", "tool", "ledger"]
-    assert len(refund_world.refunds) == 1                                     # only the recording refunded
+    assert [r.outcome.value for r in result.trajectory.tool_results()] == outcomes
+    assert len(refund_world.refunds) == 2                                     # only the recording refunded

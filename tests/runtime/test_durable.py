@@ -82,37 +82,79 @@ def test_lost_response_refund_ends_with_exactly_one_refund(with_key, with_query,
         assert "may or may not have happened" in result.reply or "may or may not have happened" in result.trajectory.finished.reason
 
 
-def test_a_completed_effect_is_answered_from_the_ledger():
+def test_two_intended_identical_effects_both_execute():
+    """The occurrence rule (effects.py): a second identical call after a success is intended, not a retry."""
     tools, refunds = refund_world(with_key=True, with_query=False, lose_first_response=False)
-    model = ScriptedModel([Decision.call("create_refund", {"order_id": "A100", "amount": 19900})] * 2 + [Decision.final("ok")])
-    result = run_agent_sync(model, tools, message="退款")
-    assert len(refunds) == 1
-    assert [r.source for r in result.trajectory.tool_results()] == ["tool", "ledger"]
+    model = ScriptedModel([Decision.call("create_refund", {"order_id": "A100", "amount": 100})] * 2 + [Decision.final("ok")])
+    result = run_agent_sync(model, tools, message="退两次款")
+    assert len(refunds) == 2 and refunds[0]["key"] != refunds[1]["key"]
+    assert [r.outcome.value for r in result.trajectory.tool_results()] == ["executed", "executed"]
+    assert [e.status for e in result.trajectory.of_type(SideEffectEvent)] == ["intent", "done", "intent", "done"]
 
 
-def test_checkpoint_per_step_and_resume_after_a_crash(tmp_path):
-    store = SQLiteStore(tmp_path / "t.db")
+class OutcomeCrashStore(SQLiteStore):
+    """Dies right after the ledger wrote the n-th outcome (before the run recorded the result)."""
+
+    crash_at = 0
+
+    def record_outcome(self, key, status, result):
+        super().record_outcome(key, status, result)
+        if sum(1 for e in self.effects_all() if e["status"] == "done") == self.crash_at:
+            raise Crash()
+
+    def effects_all(self):
+        return [dict(r) for r in self._rows("SELECT status FROM effects")]
+
+
+@pytest.mark.parametrize("where", ["inside_tool", "after_ledger"])
+@pytest.mark.parametrize("crash_after", [1, 2])
+def test_a_crash_retry_of_identical_effects_executes_each_once(tmp_path, crash_after, where):
+    """Two intended refunds; the process dies right after the n-th was made (inside the tool, or
+    after the ledger wrote its outcome), before the run recorded it. The resumed run retries that one
+    with the same key (the refund system dedupes it) or answers it from the ledger, then makes the
+    rest: two refunds, never three."""
+    store = OutcomeCrashStore(tmp_path / "t.db")
     tools, refunds = refund_world(with_key=True, with_query=False, lose_first_response=False)
-    plan = [("get_order", {"order_id": "A100"}), ("create_refund", {"order_id": "A100", "amount": 19900})]
-    crash_at = {"step": 3}
+    inner = tools.tools["create_refund"].fn
+    state = {"resumed": False}
+
+    def dying_refund(**kwargs):
+        out = inner(**kwargs)
+        if where == "inside_tool" and len(refunds) == crash_after and not state["resumed"]:
+            raise Crash()
+        return out
+
+    tools.tools["create_refund"].fn = dying_refund
+    store.crash_at = crash_after if where == "after_ledger" else -1
 
     def agent(req):
         done = sum(1 for m in req.messages if m.role == "tool")
-        if req.step == crash_at["step"]:
-            raise Crash()
-        return Decision.call(*plan[done]) if done < len(plan) else Decision.final("退款已提交")
+        return Decision.call("create_refund", {"order_id": "A100", "amount": 100}) if done < 2 else Decision.final("ok")
 
     with pytest.raises(Crash):
-        run_agent_sync(FunctionModel(agent), tools, message="退款", run_id="r1", config=RunConfig(store=store))
-    assert store.get_run("r1")["status"] == "running"
-    assert store.checkpoint_count("r1") >= 3           # one per step boundary and tool result
-    crash_at["step"] = -1
+        run_agent_sync(FunctionModel(agent), tools, message="退两次款", run_id="r1", config=RunConfig(store=store))
+    state["resumed"] = True
+    store.crash_at = -1
     result = asyncio.run(resume_agent("r1", FunctionModel(agent), tools, store=store))
-    assert result.status == "completed" and len(refunds) == 1
-    t = result.trajectory
-    assert [e.type for e in t].count("run_resumed") == 1
-    assert [c.tool for c in t.tool_calls()] == ["get_order", "create_refund"]
-    assert store.get_run("r1")["status"] == "completed"
+    assert result.status == "completed"
+    assert len(refunds) == 2 and len({r["key"] for r in refunds}) == 2
+    outcomes = [r.outcome.value for r in result.trajectory.tool_results()]
+    retried = "ledger" if where == "after_ledger" else "executed"
+    assert outcomes == ["executed"] * (crash_after - 1) + [retried] + ["executed"] * (2 - crash_after)
+    statuses = [e.status for e in result.trajectory.of_type(SideEffectEvent)]
+    assert ("replayed" if where == "after_ledger" else "resolved") in statuses
+    assert [e["status"] for e in store.effects("r1")] == ["done", "done"]
+    # runs show: each ledger row says how the run's calls on it ended, truthfully
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    shown = CliRunner().invoke(app, ["runs", "show", "r1", "--store", str(tmp_path / "t.db")],
+                               env={"COLUMNS": "250"}, catch_exceptions=False).output
+    ledger_rows = [ln for ln in shown.splitlines() if ln.split()[1:3] == ["create_refund", "done"]]
+    assert len(ledger_rows) == 2
+    assert ("answered from the ledger 1" in ledger_rows[crash_after - 1]) == (where == "after_ledger")
+    assert "executed 1" in ledger_rows[2 - crash_after]
 
 
 def gate(fn, timeout=5.0, rules=None):

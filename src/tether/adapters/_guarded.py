@@ -393,11 +393,14 @@ class GuardedRun:
         s.record_request(sent, model=model, params=params)
         t0 = time.perf_counter()
         try:
+            replayed = s.replayed_response() if render is not None else None
             if self.replay is not None:     # the recorded decision, in the framework's own response type
                 if render is None:
                     raise UsageError(f"{self.framework}: this adapter cannot replay a cassette")
                 recorded = await self.replay.model.request(sent)
                 response = render(recorded.decision, recorded.usage)
+            elif replayed is not None:      # a run resumed by replay: the recorded answer, not the model's
+                response = render(replayed.decision, replayed.usage)
             else:
                 response = await send(pinned, hints)
         except (RunStop, UsageError, RunAborted):

@@ -111,7 +111,7 @@ def render_transcript(t: Trajectory, console: Console, *, messages: MessagesMode
         elif isinstance(e, ToolResultEvent):
             body = canonical_json(e.data) if e.ok else f"{e.error_type or 'error'}: {e.error}"
             p(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
-                            (f"[{e.source}, {e.duration_ms:.0f} ms] ", "dim"), body), highlight=False)
+                            (f"[{e.outcome.label}, {e.duration_ms:.0f} ms] ", "dim"), body), highlight=False)
         elif isinstance(e, GuardTripped):
             numbers_text = ", ".join(f"{k}={v}" for k, v in e.numbers.items())
             p(Text.assemble("  ", (f"guard {e.name} {e.verdict}", _VERDICT_STYLE[e.verdict]),

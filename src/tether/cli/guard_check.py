@@ -85,7 +85,8 @@ def guard_check_command(
     started = t.started
     calls = len(t.tool_calls(executed_only=True))
     console.print(f"{source}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
-                  f"{len(t)} events, {calls} tool calls, ended {t.status}", highlight=False)
+                  f"{len(t)} events, {calls} tool calls executed ({outcome_line(t)}), ended {t.status}",
+                  highlight=False)
     if not trips:
         console.print(f"guards {guards}: no trip.")
         return
@@ -135,10 +136,20 @@ def _print_json(trace: Path, guards: str, t: Trajectory, trips: list) -> None:
         n += isinstance(event, ToolCallEvent)
         calls_at[event.seq] = n
     doc = {"trace": str(trace), "guards": guards, "events": len(t), "status": str(t.status) if t.status else None,
+           "tool_calls": len(t.tool_calls(executed_only=True)),
+           "outcomes": {k: n for k, n in t.outcome_counts().items() if n},
            "trips": [{"event": trip.seq, "call": calls_at.get(trip.seq, 0), "step": trip.step, "guard": trip.guard,
                       "rule": trip.verdict.rule, "verdict": trip.verdict.action, "after_stop": trip.after_stop,
                       "numbers": dict(trip.verdict.numbers), "message": trip.verdict.message} for trip in trips]}
     print(json.dumps(doc, ensure_ascii=False, indent=2))
+
+
+def outcome_line(t: Trajectory) -> str:
+    """Tool calls by outcome, the vocabulary every command shares (tether.events.Outcome)."""
+    from ..events import Outcome
+
+    labels = {o.value: o.label for o in Outcome}
+    return ", ".join(f"{labels.get(k, k)} {n}" for k, n in t.outcome_counts().items() if n) or "no tool calls"
 
 
 def _many(trace: str | None, store: Optional[Path], eval_id: str | None, limit: int) -> tuple[list, str]:

@@ -31,6 +31,14 @@ Examples:
   tether resume C4-PA-01-3f2a1c
 
   tether resume C4-PA-01-3f2a1c --approver cli      # answer further approvals here
+
+  tether resume RUN --agent my_agent.py:build --tools my_agent.py:tools   # a run of your own agent
+
+A run of `tether run` is rebuilt from its metadata. Any other run (plan mode, a framework
+agent, your own) is continued by the agent you name with --agent (tether never loads code
+named by a stored run): tether's loop and plan mode continue from the checkpoint; any other
+agent runs again with its recorded model answers and tool results replayed, then goes live
+(docs/durable.md).
 """
 
 APPROVE_HELP = """Decide a run's pending approval, then continue the run.
@@ -51,11 +59,20 @@ Examples:
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 
 
-def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None) -> None:
+def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None, agent: str | None = None,
+              tools: str | None = None) -> None:
     with user_errors():
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
+        if agent is not None:
+            result = asyncio.run(_resume_with_agent(db, run, agent, tools))
+            finish(result, db, trace)
+            return
+        if not run["meta"].get("cli"):
+            raise UsageError(f"run {run_id} was not started by `tether run` (no rebuild recipe in its metadata); "
+                             "name the agent that continues it: tether resume RUN --agent MODULE:FACTORY "
+                             "[--tools MODULE:FACTORY]")
         spec = RunSpec.from_meta(run["meta"])
         case = find_case(spec.case)
         model = resolve_model(spec.model)
@@ -67,13 +84,49 @@ def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None) 
     finish(result, db, trace)
 
 
+async def _resume_with_agent(db: Store, run: dict, agent_ref: str, tools_ref: str | None):
+    from .. import plugins
+    from ..evals.runner import resolve_agent
+    from ..guards.stacks import guard_stack
+    from ..runtime.durable import resume_task
+    from ..tools import ToolSet
+
+    if db.approvals(run["run_id"]):
+        raise UsageError(f"run {run['run_id']} went through approval gates, whose policy is not in the store; "
+                         "continue it from Python with the same gate: tether.runtime.durable.resume_task(..., "
+                         "config=RunConfig(store=..., approvals=...))")
+    agent = resolve_agent(agent_ref)()
+    user = None
+    max_steps = 30
+    system_prompt = None
+    if tools_ref is not None:
+        obj = plugins.load_object(tools_ref, what="tools")
+        tools = obj if isinstance(obj, ToolSet) else obj() if callable(obj) else obj
+        if not isinstance(tools, ToolSet):
+            raise UsageError(f"--tools {tools_ref!r}: expected a ToolSet or a function returning one, "
+                             f"got {type(tools).__name__}")
+    elif run.get("case_id"):
+        case = find_case(run["case_id"])
+        tools, user = case_world(case, seed=0)
+        max_steps, system_prompt = case.max_steps, REFERENCE_SYSTEM_PROMPT       # as the harness ran it
+    else:
+        raise UsageError(f"run {run['run_id']} has no case to take its tools from; name them with --tools "
+                         "MODULE:FACTORY (the same tools it was started with)")
+    config = RunConfig(store=db, meta=run["meta"], max_steps=int(run["meta"].get("max_steps") or max_steps),
+                       guards=tuple(guard_stack(run["guards"])()), guards_label=run["guards"], kind=run["kind"],
+                       eval_id=run.get("eval_id"), system_prompt=system_prompt)
+    return await resume_task(run["run_id"], agent, tools, store=db, user=user, config=config)
+
+
 def resume_command(
     run_id: Annotated[str, typer.Argument(help="the run id (tether runs list)")],
     store: StoreOpt = None,
     approver: Annotated[Optional[str], typer.Option(help="override who approves further calls: deferred, cli, deny, allow")] = None,
     trace: Annotated[Optional[Path], typer.Option(help="save the whole trace (JSON Lines) here")] = None,
+    agent: Annotated[Optional[str], typer.Option(help="the agent that continues the run (module:factory or path/to/file.py:factory), for a run not started by `tether run`")] = None,
+    tools: Annotated[Optional[str], typer.Option(help="its tools (module:factory returning a ToolSet); default: the run's case")] = None,
 ) -> None:
-    _continue(open_store(store), run_id, approver, trace)
+    _continue(open_store(store), run_id, approver, trace, agent, tools)
 
 
 def approve_command(

@@ -122,7 +122,7 @@ def render_trajectory(t: Trajectory) -> None:
             body = e.error if not e.ok else str(e.data)
             body = body if len(body) <= 160 else body[:157] + "..."
             console.print(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
-                                        (f"[{e.source}] ", "dim"), body), highlight=False)
+                                        (f"[{e.outcome.label}] ", "dim"), body), highlight=False)
         elif isinstance(e, GuardTripped):
             console.print(Text.assemble("  ", (f"guard {e.name} {e.verdict}", "bold yellow"),
                                         f": {e.message}"), highlight=False)

@@ -127,11 +127,15 @@ def show_run(
         console.print(f"reason: {run['reason']}", highlight=False)
     effects = db.effects(run_id)
     if effects:
+        from ..runtime.effects import calls_by_key
+
+        calls = calls_by_key(trajectory)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="side-effect ledger")
-        for col in ("step", "tool", "status", "key", "arguments"):
+        for col in ("step", "tool", "status", "calls", "key", "arguments"):
             table.add_column(col, overflow="fold")
         for e in effects:
-            table.add_row(str(e["step"]), e["tool"], e["status"], e["key"], str(e["arguments"]))
+            how = ", ".join(f"{label} {n}" for label, n in calls.get(e["key"], {}).items()) or "-"
+            table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], str(e["arguments"]))
         console.print(table)
     approvals = db.approvals(run_id)
     if approvals:

@@ -21,6 +21,8 @@ TerminalKind = Literal["same", "improved", "regressed", "changed"]
 class Call(BaseModel):
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # Side-effecting, as the run's record says (its tool specs, its ledger); None: the record does not say
+    side_effect: bool | None = None
 
     @property
     def signature(self) -> str:

@@ -21,9 +21,12 @@ performance    性能优化     fewer steps, tool calls and tokens; wording     
                                                                              cost_increase, side_effects, verdict_regression
 =============  ===========  ===============================================  =============================================
 
-A tool is *side-effecting* when named with ``--side-effect`` / ``SideEffects(tools=...)``
-or when its name starts with one of ``DEFAULT_SIDE_EFFECT_PREFIXES`` (traces
-record tool names, not tool specs).
+A call is *side-effecting* when the run's record says so (the tool specs it
+offered mark ``side_effect``; the side-effect ledger wrote an intent for it),
+or its tool is named with ``--side-effect`` / ``SideEffects(tools=...)``. Only
+for a trace that records neither (format 1, an import without specs) does
+the name decide: it starts with one of ``DEFAULT_SIDE_EFFECT_PREFIXES``.
+Calls answered from the ledger were not executed and never count.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .results import ResultsDiff, TrialDiff
-from .parts import StepDiff, TrajectoryDiff
+from .parts import Call, StepDiff, TrajectoryDiff
 
 DEFAULT_SIDE_EFFECT_PREFIXES = ("create_", "submit_", "update_", "delete_", "send_", "pay_", "refund")
 
@@ -88,6 +91,12 @@ class SideEffects:
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self.tools or name.startswith(self.prefixes))
+
+    def of(self, call: "Call") -> bool:
+        """Is this call side-effecting: named, else as its record says, else by its name."""
+        if call.tool in self.tools:
+            return True
+        return call.side_effect if call.side_effect is not None else call.tool.startswith(self.prefixes)
 
 
 class Violation(BaseModel):
@@ -168,10 +177,10 @@ def _counters_only(t: TrialDiff, forbids: set[Rule]) -> list[tuple[Rule, str]]:
 def side_effect_problems(step: StepDiff, se: SideEffects) -> list[str]:
     """Side-effecting calls the new run makes beyond the base run: a call with
     the same arguments repeated more often (duplicated), or more calls of a tool."""
-    base_sig = Counter(c.signature for c in step.base_calls if c.tool in se)
-    new_sig = Counter(c.signature for c in step.new_calls if c.tool in se)
-    base_n = Counter(c.tool for c in step.base_calls if c.tool in se)
-    new_n = Counter(c.tool for c in step.new_calls if c.tool in se)
+    base_sig = Counter(c.signature for c in step.base_calls if se.of(c))
+    new_sig = Counter(c.signature for c in step.new_calls if se.of(c))
+    base_n = Counter(c.tool for c in step.base_calls if se.of(c))
+    new_n = Counter(c.tool for c in step.new_calls if se.of(c))
     out: list[str] = []
     flagged: set[str] = set()
     for sig, n in new_sig.items():

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from .._assess import is_empty_data
-from ..events import Trajectory
+from ..events import Outcome, Trajectory
 from ..evals.scoring import unsuccessful
 from ..messages import canonical_json
 from ..status import TerminalStatus
@@ -71,7 +71,16 @@ def diff_trajectories(base: Trajectory, new: Trajectory) -> TrajectoryDiff:
 
 
 def _calls(t: Trajectory) -> list[Call]:
-    return [Call(tool=c.tool, arguments=c.arguments) for c in t.tool_calls(executed_only=True)]
+    """The executed calls, each marked side-effecting or not from the record: the
+    tool specs the run offered and the ledger's events (None for a trace that has neither)."""
+    from ..events import SideEffectEvent
+
+    specs = t.started.tool_specs if t.started else []
+    ledger = {e.tool for e in t.of_type(SideEffectEvent)}
+    known = bool(specs) or bool(ledger)
+    effecting = {s.name for s in specs if s.side_effect} | ledger
+    return [Call(tool=c.tool, arguments=c.arguments, side_effect=(c.tool in effecting) if known else None)
+            for c in t.tool_calls(executed_only=True)]
 
 
 def _status(t: Trajectory) -> str | None:
@@ -162,7 +171,7 @@ def recovery_stats(t: Trajectory) -> RecoveryStats:
         if unsuccessful(result):
             failed_sigs.add(call.signature)
             failed_tools.add(call.tool)
-    results = [r for r in t.tool_results() if r.source != "guard"]
+    results = [r for r in t.tool_results() if r.outcome is not Outcome.BLOCKED]
     executed = t.tool_calls(executed_only=True)
     return RecoveryStats(
         errors=sum(1 for r in results if not r.ok),

@@ -29,7 +29,6 @@ from ..events import AgentMessage, ToolCallEvent, ToolResultEvent, Trajectory, U
 from ..messages import canonical_json
 
 # Results that no tool produced (a guard blocked the call, the runner refused it): not replayed.
-_NOT_A_TOOL = {"guard", "runner", "approval", "ledger"}
 
 
 def load_trajectory(ref: str, store: str | Path | None = None) -> Trajectory:
@@ -117,7 +116,7 @@ def case_from_run(trajectory: Trajectory, *, case_id: str | None = None) -> str:
     identical: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     for ev in events:
-        if not isinstance(ev, ToolResultEvent) or ev.source in _NOT_A_TOOL or ev.call_id not in calls:
+        if not isinstance(ev, ToolResultEvent) or not ev.executed or ev.call_id not in calls:
             continue
         call = calls[ev.call_id]
         key = f"{call.tool}\n{canonical_json(call.arguments)}"

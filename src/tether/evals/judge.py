@@ -41,7 +41,7 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import BaseModel, Field
 
 from ..errors import UsageError
-from ..events import AgentMessage, GuardTripped, ModelDecisionEvent, ToolCallEvent, ToolResultEvent, Trajectory, UserMessage
+from ..events import AgentMessage, GuardTripped, Outcome, ModelDecisionEvent, ToolCallEvent, ToolResultEvent, Trajectory, UserMessage
 from ..messages import Message, canonical_json
 from ..models import Model, ModelRequest
 from .case import Case, Rubric
@@ -109,10 +109,10 @@ def _one_line(text: str) -> str:
 def _result_text(result: ToolResultEvent | None, limit: int) -> str:
     if result is None:
         return "-> (no result)"
-    if result.source == "guard":
+    if result.outcome is Outcome.BLOCKED:
         return f"-> blocked by a guard: {_one_line(result.error or canonical_json(result.data))}"
-    if result.source == "approval":
-        return f"-> not run (approval): {_one_line(result.error or canonical_json(result.data))}"
+    if not result.executed:
+        return f"-> not run ({result.outcome.label}): {_one_line(result.error or canonical_json(result.data))}"
     if not result.ok:
         kind = f" [{result.error_type}]" if result.error_type else ""
         body = result.error if result.error is not None else canonical_json(result.data)

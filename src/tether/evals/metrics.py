@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..events import Trajectory
+from ..events import Outcome, Trajectory
 from .case import Case
 from .results import Attribution, CaseResult, Counters, DimensionMetrics, FailureMode, TrialResult
 from .scoring import TrialScore, Verdict, combine, strategy_kinds, unsuccessful
@@ -47,8 +47,9 @@ def counters(t: Trajectory) -> Counters:
         max_identical=t.max_identical_calls(executed_only=True),
         strategies=len(strategy_kinds(t, tools)),
         questions=len(t.questions_to_user(include_history=False)),
-        errors=sum(1 for r in t.tool_results() if not r.ok and r.source != "guard"),
+        errors=sum(1 for r in t.tool_results() if not r.ok and r.outcome is not Outcome.BLOCKED),
         guard_trips=len(t.guard_trips()),
+        outcomes={k: n for k, n in t.outcome_counts().items() if n},
     )
 
 

@@ -54,6 +54,8 @@ class Counters(BaseModel):
     questions: int = 0          # questions the agent itself asked the user
     errors: int = 0             # tool results with ok = false
     guard_trips: int = 0
+    # tool calls by outcome (tether.events.Outcome; "unfinished": no result recorded), zeros left out
+    outcomes: dict[str, int] = Field(default_factory=dict)
 
 
 class Attribution(BaseModel):

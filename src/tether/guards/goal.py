@@ -56,8 +56,8 @@ class GoalSpec(BaseModel):
 def evidence_for(goal: GoalSpec, trajectory: Trajectory) -> dict[str, str | None]:
     """Acceptance id -> the call id that proves it (None when missing)."""
     found: dict[str, str | None] = {a.id: None for a in goal.acceptance}
-    for call, result in trajectory.calls_with_results(executed_only=True):
-        if result is None or not result.ok:
+    for call, result in trajectory.calls_with_results():
+        if result is None or not result.ok or not result.took_effect:
             continue
         for a in goal.acceptance:
             if found[a.id] or a.tool != call.tool:

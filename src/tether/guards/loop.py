@@ -327,18 +327,18 @@ class LoopGuard(BaseGuard):
                     self.same_result = [rkey, 1, False, sig]
         if len(self.calls) > cfg.window:
             self._evict(self.calls.popleft())
-        if not ok and result.source not in ("runner", "guard", "approval"):
+        if not ok and result.executed:
             self.failed[tool] = [error_signature(result), index]
         elif ok and self.failed:
             self.failed.pop(tool, None)
-        if kind == _TRANSIENT and result.source not in ("runner", "guard", "approval"):
+        if kind == _TRANSIENT and result.executed:
             if "retry_budget" in cfg.rules:
                 found = self._retry_budget(call, tool, index, self._agent_seconds(ctx))
                 if found is not None:
                     return found
         elif self.retries and (ok or kind == _NORMAL):
             self.retries.pop(tool, None)
-        if not ok and "outage" in cfg.rules and result.source not in ("runner", "guard", "approval"):
+        if not ok and "outage" in cfg.rules and result.executed:
             found = self._outage_seen(tool)
             if found is not None:
                 return self._ladder(*found)

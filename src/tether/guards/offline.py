@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from ..events import (
     GuardTripped,
+    Outcome,
     ModelDecisionEvent,
     ModelRequestEvent,
     ToolCallEvent,
@@ -41,8 +42,6 @@ from ..events import (
 from ..messages import Decision, DecisionKind, ToolCallRequest, ToolSpec, Usage
 from ._base import GuardChain, GuardContext, Verdict
 
-# Results that did not come from running the tool (a live run does not count them as tool calls).
-_NOT_EXECUTED = ("guard", "runner", "approval", "ledger")
 
 
 @dataclass(frozen=True)
@@ -128,9 +127,9 @@ async def check_trace(trajectory: Trajectory, guards: Sequence[Any]) -> list[Tri
             if await r.ask("before_tool", event.seq, call):
                 held.add(event.call_id)
         elif isinstance(event, ToolResultEvent):
-            if event.source not in _NOT_EXECUTED:
+            if event.executed:           # as the live session counts them (Outcome.executed)
                 r.tool_calls += 1
-            if event.source != "guard" and event.call_id not in held:
+            if event.outcome is not Outcome.BLOCKED and event.call_id not in held:
                 call = calls.get(event.call_id) or ToolCallRequest(id=event.call_id, name=event.tool)
                 await r.ask("after_tool", event.seq, call, r.trajectory.events[-1])
             held.discard(event.call_id)

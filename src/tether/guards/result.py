@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import i18n
-from ..events import ToolResultEvent, Trajectory
+from ..events import Outcome, ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from ._base import BaseGuard, GuardContext, Verdict
@@ -100,7 +100,10 @@ class ResultGuard(BaseGuard):
 
     def ledger(self, trajectory: Trajectory) -> Ledger:
         out = Ledger()
-        for call, result in trajectory.calls_with_results(executed_only=True):
+        for call, result in trajectory.calls_with_results():
+            if result is not None and (result.outcome is Outcome.BLOCKED or (
+                    result.outcome is Outcome.HELD and result.error_type != "outcome_unknown")):
+                continue             # never sent: a guard or an approval held it
             label = f"{call.tool}({_short(call.arguments)})"
             if result is None:
                 out.not_done.append(f"{label}: no result")
@@ -120,8 +123,8 @@ class ResultGuard(BaseGuard):
         claimed = [c for c in self.claims if _norm(c) in text]
         action_tools = self.claim_tools if self.claim_tools is not None else [s.name for s in ctx.tools if s.side_effect]
         if claimed and action_tools:
-            succeeded = [c for c, r in t.calls_with_results(action_tools, executed_only=True)
-                         if r is not None and verify_result(r, self.required_fields.get(c.tool, [])) is None
+            succeeded = [c for c, r in t.calls_with_results(action_tools)
+                         if r is not None and r.took_effect and verify_result(r, self.required_fields.get(c.tool, [])) is None
                          and r.call_id not in self.flagged]
             if not succeeded:
                 attempts = t.calls_with_results(action_tools, executed_only=True)

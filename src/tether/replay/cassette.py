@@ -57,7 +57,6 @@ CASSETTE_VERSION = 2
 # Results that never reached a tool: a guard or an approval answered, the runner
 # refused bad input, the side-effect ledger answered from an earlier call, a
 # replay answered a departing call (a recording of a failed replay).
-NOT_FROM_TOOLS = frozenset({"guard", "approval", "runner", "ledger", "replay"})
 
 
 class RecordMode(StrEnum):
@@ -287,7 +286,7 @@ class Cassette(_Strict):
     def recorded_calls(self) -> list[RecordedCall]:
         """Tool calls with the results the tools gave, in order."""
         return [RecordedCall(c, r) for c, r in self.trajectory().calls_with_results()
-                if r is not None and r.source not in NOT_FROM_TOOLS]
+                if r is not None and r.executed]
 
     def recorded_replies(self) -> list[RecordedReply]:
         """The agent's questions with the simulated user's answers, in order."""

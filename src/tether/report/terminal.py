@@ -5,6 +5,7 @@ reasons listed under it), and failure attributions."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -183,9 +184,12 @@ def render_cases(run: ModelRunResult, console: Console, label: str | None = None
             if cr.verdict in ("fail", "unclear"):
                 reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
     console.print(table)
-    console.print("  call tool calls · same most repeats of one exact call · rtry calls repeating an unsuccessful "
+    console.print("  call tool calls executed · same most repeats of one exact call · rtry calls repeating an unsuccessful "
                   "call · strt distinct recovery strategies · ask questions to the user", style="dim",
                   highlight=False)
+    console.print("  tool calls by outcome (last trials): " + outcome_summary(c for case in run.cases
+                                                                              for c in [case.trials[-1].counters]),
+                  style="dim", highlight=False)
     spans = " · ".join(f"{d} {_span(m.interval if m.rate is not None else m.auto_interval)}"
                        for d, m in run.dimensions.items() if (m.interval or m.auto_interval))
     if spans:
@@ -260,3 +264,15 @@ def render_attributions(run: ModelRunResult, console: Console, lang: str = "en")
             ),
             highlight=False, soft_wrap=True,
         )
+
+
+def outcome_summary(counters: Any) -> str:
+    """Tool calls by outcome summed over ``counters`` (tether.events.Outcome's labels)."""
+    from ..events import Outcome
+
+    labels = {o.value: o.label for o in Outcome}
+    total: dict[str, int] = {}
+    for c in counters:
+        for k, n in c.outcomes.items():
+            total[k] = total.get(k, 0) + n
+    return " · ".join(f"{labels.get(k, k)} {n}" for k, n in total.items()) or "none recorded"

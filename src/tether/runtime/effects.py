@@ -1,10 +1,16 @@
 """Side effects exactly once: the intent / outcome ledger around side-effecting calls.
 
 Before a side-effecting call the run loop writes an *intent* with a
-deterministic idempotency key (run, step, canonical arguments) and passes the
-key to tools that take one; after it, the *outcome*. When the same call
-(tool + canonical arguments) comes again in the run, from a retry or a resumed
-run, the ledger decides instead of the tool:
+deterministic idempotency key and passes the key to tools that take one;
+after it, the *outcome*.
+
+**The key: run, call signature (tool + canonical arguments), occurrence.**
+The occurrence index of a call is the number of earlier identical calls in
+the run's record that succeeded. So an intended second identical call (two
+refunds of A100 on purpose) comes after a success and gets a new key: it
+executes. A retry (after a failure, a lost response, or a crash that lost the
+record of the call) finds no success before it, so it gets the same key as
+the attempt it repeats, and the ledger decides instead of the tool:
 
 * ``done`` / ``failed``: answered from the ledger, never re-run (the seed's
   done-signatures: "续跑时跳过已做过的事").
@@ -31,9 +37,16 @@ def effect_signature(tool: str, arguments: dict[str, Any]) -> str:
     return f"{tool}:{canonical_json(arguments)}"
 
 
-def idempotency_key(run_id: str, step: int, signature: str) -> str:
-    digest = hashlib.sha256(f"{run_id}\x1f{step}\x1f{signature}".encode("utf-8")).hexdigest()[:20]
+def idempotency_key(run_id: str, signature: str, occurrence: int = 0) -> str:
+    """The key of the ``occurrence``-th intended call with ``signature`` in the run (see the module docstring)."""
+    digest = hashlib.sha256(f"{run_id}\x1f{signature}\x1f{occurrence}".encode("utf-8")).hexdigest()[:20]
     return f"tether-{digest}"
+
+
+def occurrence(trajectory: Any, signature: str) -> int:
+    """Earlier identical calls in the record that succeeded: the index of the next intended one."""
+    return sum(1 for call, result in trajectory.calls_with_results()
+               if result is not None and result.ok and call.signature == signature)
 
 
 def outcome_status(ok: bool, error_type: str | None) -> str:
@@ -42,8 +55,27 @@ def outcome_status(ok: bool, error_type: str | None) -> str:
     return "unknown" if (error_type or "") in UNCERTAIN_ERRORS else "failed"
 
 
+def calls_by_key(trajectory: Any) -> dict[str, dict[str, int]]:
+    """For each ledger key, how the run's calls on it ended, by outcome label
+    (``executed``, ``answered from the ledger``, ...): what ``runs show`` prints beside the ledger."""
+    from ..events import SideEffectEvent
+
+    results = {r.call_id: r for _, r in trajectory.calls_with_results() if r is not None}
+    out: dict[str, dict[str, int]] = {}
+    seen: set[tuple[str, str]] = set()
+    for e in trajectory.of_type(SideEffectEvent):
+        result = results.get(e.call_id)
+        if result is None or (e.key, e.call_id) in seen:
+            continue
+        seen.add((e.key, e.call_id))
+        label = result.outcome.label
+        out.setdefault(e.key, {})
+        out[e.key][label] = out[e.key].get(label, 0) + 1
+    return out
+
+
 class Ledger(Protocol):
-    def effect_by_signature(self, run_id: str, signature: str) -> dict | None: ...
+    def effect(self, key: str) -> dict | None: ...
 
     def record_intent(self, key: str, run_id: str, signature: str, tool: str, arguments: dict, step: int) -> None: ...
 
@@ -56,9 +88,8 @@ class MemoryLedger:
 
     rows: dict[str, dict] = field(default_factory=dict)
 
-    def effect_by_signature(self, run_id: str, signature: str) -> dict | None:
-        found = [r for r in self.rows.values() if r["run_id"] == run_id and r["signature"] == signature]
-        return found[-1] if found else None
+    def effect(self, key: str) -> dict | None:
+        return self.rows.get(key)
 
     def record_intent(self, key: str, run_id: str, signature: str, tool: str, arguments: dict, step: int) -> None:
         self.rows.setdefault(key, {"key": key, "run_id": run_id, "signature": signature, "tool": tool,

@@ -22,7 +22,7 @@ from ..status import TerminalStatus
 from ..tools import ToolResult
 from ..tools._tool import current_idempotency_key
 from .approvals import ApprovalRequest, arguments_digest
-from .effects import MemoryLedger, effect_signature, idempotency_key, outcome_status
+from .effects import MemoryLedger, effect_signature, idempotency_key, occurrence, outcome_status
 
 Proceed = Callable[[dict[str, Any]], Awaitable[ToolResult]]
 
@@ -80,8 +80,8 @@ class LedgerGate:
             return await proceed(arguments)
         run_id, step, ledger = session.run_id, session.state.step, self.ledger
         sig = effect_signature(call.name, arguments)
-        prior = ledger.effect_by_signature(run_id, sig)
-        key = prior["key"] if prior else idempotency_key(run_id, step, sig)
+        key = idempotency_key(run_id, sig, occurrence(session.trajectory, sig))
+        prior = ledger.effect(key)
 
         def note(status: str, detail: str = "") -> None:
             session.add(SideEffectEvent(step=step, call_id=call.id, tool=call.name, key=key, status=status,  # type: ignore[arg-type]
@@ -120,6 +120,7 @@ class LedgerGate:
         finally:
             current_idempotency_key.reset(token)
         status = outcome_status(result.ok, result.error_type)
+        session.hold_lease()      # a process that lost the run meanwhile leaves the outcome to the new holder
         ledger.record_outcome(key, status, result.for_model())
         note(status, result.error or "")
         return result

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from .. import i18n
-from ..errors import ModelFailure, RunAborted, RunStop, UsageError
+from ..errors import LeaseLost, ModelFailure, RunAborted, RunStop, UsageError
 from ..events import AgentMessage
 from ..guards import Verdict
 from ..messages import DecisionKind, Message
@@ -86,6 +86,9 @@ async def _drive(session: RunSession, agent: Any, task: AgentTask) -> RunResult:
             out = await stopped(session, stop) if stopped is not None else (stop.status, stop.reply or
                                                                              session.state.last_text, stop.reason)
             out = _amend(session, stop, out)
+    except LeaseLost:               # another process drives the run now: write nothing, say so
+        session.abandon()
+        raise
     except UsageError as exc:
         result = session.finish(TerminalStatus.ERROR, "", "misuse", error=str(exc), error_kind="misuse")
         exc.trajectory = result.trajectory  # type: ignore[attr-defined]
@@ -121,7 +124,11 @@ def _amend(session: RunSession, stop: RunStop, out: Ending) -> Ending:
 
 
 class LoopAgent:
-    """tether's own loop around a :class:`Model`: request, decide, gate, call, record."""
+    """tether's own loop around a :class:`Model`: request, decide, gate, call, record.
+    Its whole state is the session's (messages, pending calls), so a resumed run
+    continues from the last checkpoint (``resumes_from_state``)."""
+
+    resumes_from_state = True
 
     def __init__(self, model: Model):
         self.model = model
@@ -130,8 +137,6 @@ class LoopAgent:
     async def run(self, session: RunSession, task: AgentTask) -> Ending:
         s = session.state
         await run_pending(session)                  # a resumed run may have calls left to make
-        if s.step == 0:
-            session.checkpoint("before_model")
         while s.step < task.max_steps:
             request = await session.before_model(ModelRequest(messages=s.messages, tools=session.specs))
             decision = await session.request_model(self.model, request)
@@ -145,11 +150,8 @@ class LoopAgent:
                     why = "question with no simulated user" if session.user is None else \
                         "the simulated user ended the conversation"
                     return TerminalStatus.AWAITING_USER, decision.text, why
-                session.checkpoint("before_model")
                 continue
-            s.pending_calls = list(decision.tool_calls)
-            session.checkpoint("calls_pending")
-            await run_pending(session)
+            await run_pending(session)              # the session set them pending and checkpointed
         return TerminalStatus.STEP_LIMIT, s.last_text, f"step cap {task.max_steps} reached"
 
     async def stopped(self, session: RunSession, stop: RunStop) -> Ending:
@@ -178,17 +180,12 @@ class LoopAgent:
 
 
 async def run_pending(session: RunSession) -> None:
-    """Make the calls of the current decision not yet made, one checkpoint after each."""
+    """Make the calls of the current decision not yet made. The session takes
+    each off ``pending_calls`` when its result is recorded (a call paused for a
+    human stays) and checkpoints before and after it."""
     s = session.state
     while s.pending_calls:
         call = s.pending_calls[0]
-        try:
-            await session.tool(call)
-        except RunStop as stop:
+        await session.tool(call)
+        if s.pending_calls and s.pending_calls[0] is call:     # not taken off (a foreign id): never loop
             s.pending_calls.pop(0)
-            if stop.requeue:
-                s.pending_calls.insert(0, call)
-            session.checkpoint("calls_pending" if s.pending_calls else "before_model")
-            raise
-        s.pending_calls.pop(0)
-        session.checkpoint("calls_pending" if s.pending_calls else "before_model")

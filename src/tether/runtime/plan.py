@@ -89,6 +89,10 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 _OPENER = re.compile(r"[\[{]")
 
 
+def _result_of(session: RunSession, call_id: str) -> Any:
+    return next((r for r in reversed(session.trajectory.tool_results()) if r.call_id == call_id), None)
+
+
 def _extract_json(text: str, accept: Callable[[Any], bool], what: str) -> Any:
     """The first JSON value in ``text`` that ``accept`` likes: fenced blocks
     first, then anywhere in the text. Raises ValueError with the first problem."""
@@ -144,8 +148,13 @@ def _parse_plan(text: str, tools: ToolSet) -> tuple[list[PlanStep], str | None]:
 
 class PlanExecuteReview:
     """Plan-execute-review as an agent on the same session and driver as the
-    run loop (see the module docstring). Its plan lives in the run state, so a
-    checkpoint carries it."""
+    run loop (see the module docstring). Its plan lives in the run state
+    (``RunState.strategy["plan"]``), so a checkpoint carries it and a resumed
+    run continues the plan: steps whose result is recorded are not made again,
+    the step in flight is made again (the ledger keeps its side effect from
+    happening twice)."""
+
+    resumes_from_state = True
 
     def __init__(self, model: Model, goal: GoalSpec, reviewer: Model | None = None):
         self.model, self.goal, self.reviewer = model, goal, reviewer
@@ -184,30 +193,39 @@ class PlanExecuteReview:
         messages = [Message(role="system", content=task.system_prompt)] if task.system_prompt else []
         messages += [Message(role="system", content=i18n.text(lang, "plan.prompt", tools=tool_list)),
                      Message(role="user", content=self.goal.render())]
-        self.where = "planning"
-        text = await self._ask(session, self.model, messages)
-        self.plan, problem = _parse_plan(text, tools)
-        if problem:
-            return TerminalStatus.FAILED, "", problem
-        if len(self.plan) > task.max_steps:
-            return TerminalStatus.STEP_LIMIT, "", f"the plan has {len(self.plan)} steps; step cap {task.max_steps}"
+        state = session.state
+        if "plan" in state.strategy:        # a resumed run: the plan is in the checkpoint
+            self.plan = [PlanStep.model_validate(p) for p in state.strategy["plan"]]
+        else:
+            self.where = "planning"
+            text = await self._ask(session, self.model, messages)
+            self.plan, problem = _parse_plan(text, tools)
+            if problem:
+                return TerminalStatus.FAILED, "", problem
+            if len(self.plan) > task.max_steps:
+                return TerminalStatus.STEP_LIMIT, "", f"the plan has {len(self.plan)} steps; step cap {task.max_steps}"
+            state.strategy["plan"] = [p.model_dump(mode="json") for p in self.plan]
 
         for s in self.plan:
-            session.state.step += 1
             self.where = f"step {s.step} ({s.action})"
             call = ToolCallRequest(id=f"plan_step_{s.step}", name=s.tool, arguments=s.arguments)
-            try:
-                result = await session.tool(call)
-            except RunStop:
-                self.failed_step = s.step
-                raise
-            recorded = next(r for r in reversed(session.trajectory.tool_results()) if r.call_id == call.id)
+            in_flight = bool(state.pending_calls) and state.pending_calls[0].id == call.id
+            recorded = None if in_flight else _result_of(session, call.id)
+            if recorded is None:            # not made yet, or in flight when the run stopped: make it
+                if not in_flight:
+                    state.step += 1
+                    state.pending_calls = [call]
+                try:
+                    await session.tool(state.pending_calls[0])
+                except RunStop:
+                    self.failed_step = s.step
+                    raise
+                recorded = _result_of(session, call.id)
             problem = verify_result(recorded, s.expect_fields)
             if problem:
                 self.failed_step = s.step
                 return TerminalStatus.FAILED, "", f"step {s.step} ({s.action}) failed: {problem}"
             self.done.append(s)
-            del result
 
         evidence = evidence_for(self.goal, session.trajectory)
         missing = [a for a, proof in evidence.items() if proof is None]
@@ -270,6 +288,23 @@ class PlanExecuteReview:
         return "\n".join(lines)
 
 
+async def resume_plan_execute_review(run_id: str, model: Model, tools: ToolSet, goal: GoalSpec, *, store: Any,
+                                     config: RunConfig = RunConfig(), reviewer: Model | None = None) -> PlanRunResult:
+    """Continue a stored plan-mode run from its last checkpoint (see :mod:`tether.runtime.durable`)."""
+    from .durable import resume_task
+
+    agent = PlanExecuteReview(model, goal, reviewer)
+    result = await resume_task(run_id, agent, tools, store=store, config=config)
+    return _plan_result(agent, goal, result)
+
+
+def _plan_result(agent: PlanExecuteReview, goal: GoalSpec, result: Any) -> PlanRunResult:
+    finished = result.trajectory.finished
+    return PlanRunResult(result.trajectory, result.status, result.reply, agent.plan, agent.failed_step,
+                         evidence_for(goal, result.trajectory), agent.review, finished.reason if finished else "",
+                         result.error)
+
+
 async def run_plan_execute_review(model: Model, tools: ToolSet, goal: GoalSpec, *, config: RunConfig = RunConfig(),
                                   reviewer: Model | None = None, run_id: str | None = None) -> PlanRunResult:
     """Plan, execute, review (see the module docstring). Never raises for run
@@ -283,10 +318,7 @@ async def run_plan_execute_review(model: Model, tools: ToolSet, goal: GoalSpec, 
     session.add(UserMessage(content=goal.render(), source="input"))
     result = await drive(session, agent, AgentTask(tools=tools, system_prompt=config.system_prompt,
                                                    max_steps=config.max_steps))
-    finished = result.trajectory.finished
-    return PlanRunResult(result.trajectory, result.status, result.reply, agent.plan, agent.failed_step,
-                         evidence_for(goal, result.trajectory), agent.review, finished.reason if finished else "",
-                         result.error)
+    return _plan_result(agent, goal, result)
 
 
 def run_plan_execute_review_sync(*args: Any, **kwargs: Any) -> PlanRunResult:

@@ -23,6 +23,7 @@ driver catches it and finishes the run. Nothing here is C4-specific.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import os
 import socket
@@ -38,12 +39,14 @@ from ..events import (
     ModelDecisionEvent,
     ModelRequestEvent,
     RunFinished,
+    RunResumed,
     RunStarted,
     ToolCallEvent,
     ToolResultEvent,
     Trajectory,
     UserMessage,
     message_delta,
+    outcome_of,
 )
 from ..guards import GuardContext, Verdict
 from ..guards._base import GuardChain, Trip
@@ -51,6 +54,7 @@ from ..messages import Decision, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest, ModelResponse
 from ..status import TerminalStatus
 from ..tools import ToolResult, ToolSet
+from ._resume import LeaseHeartbeat, Replaying
 
 
 class SimulatedUser(Protocol):
@@ -193,7 +197,7 @@ async def side_request(model: Model, request: ModelRequest, *, role: str) -> Mod
     return response
 
 
-class RunSession:
+class RunSession(Replaying):
     """A run in progress: record, state, guards and gates (see the module docstring)."""
 
     def __init__(self, *, run_id: str, model_name: str, tools: ToolSet, config: RunConfig,
@@ -216,6 +220,15 @@ class RunSession:
         self.stopped_by: Any = None
         self.finished: RunResult | None = None
         self._tool_lock: asyncio.Lock | None = None
+        self.lease_lost = False                   # another process took the run over: write nothing more
+        self._heartbeat: LeaseHeartbeat | None = None
+        self._last_checkpoint: tuple | None = None
+        self._renewed_at = time.monotonic()       # the lease was just taken (or renewed by the caller)
+        # A run resumed by replay (a framework agent): recorded events not yet re-reached,
+        # the resume event to write when they are, the simulated user's state at the checkpoint.
+        self._replay: collections.deque | None = None
+        self._resumed: RunResumed | None = None
+        self._resumed_user: Any = None
         from .gates import default_gates
         self.gates = default_gates(self)
         if holder is None:
@@ -243,24 +256,30 @@ class RunSession:
                                eval_id=config.eval_id, tool_specs=session.specs))
         return session
 
-    def conversation(self, message: str | None = None, history: Sequence[Turn] = ()) -> None:
-        """Record the conversation the run starts from and seed the messages."""
+    def conversation(self, message: str | None = None, history: Sequence[Turn] = (), *, record: bool = True) -> None:
+        """Record the conversation the run starts from and seed the messages
+        (``record=False``: seed only; a run resumed by replay has it recorded)."""
         s = self.state
+        add = self.add if record else (lambda event: event)
         if self.config.system_prompt:
             s.messages.append(Message(role="system", content=self.config.system_prompt))
         for turn in history:
             if turn.role == "user":
-                self.add(UserMessage(content=turn.content, source="history"))
+                add(UserMessage(content=turn.content, source="history"))
                 s.messages.append(Message(role="user", content=turn.content))
             else:
-                self.add(AgentMessage(content=turn.content, kind="question" if turn.question else "text",
-                                      source="history"))
+                add(AgentMessage(content=turn.content, kind="question" if turn.question else "text",
+                                 source="history"))
                 s.messages.append(Message(role="assistant", content=turn.content))
         if message is not None:
-            self.add(UserMessage(content=message, source="input"))
+            add(UserMessage(content=message, source="input"))
             s.messages.append(Message(role="user", content=message))
 
     def add(self, event):
+        if self._replay is not None:
+            recorded = self._replayed(event)
+            if recorded is not None:
+                return recorded
         event.at_ms = round((self.clock() - self.t0) * 1000, 3)
         event = self.trajectory.append(event)
         for listener in EVENT_LISTENERS:     # observers (live OpenTelemetry export); they must not raise
@@ -276,17 +295,45 @@ class RunSession:
         self._persisted = len(self.trajectory)
 
     def checkpoint(self, phase: str) -> None:
-        """One checkpoint per step boundary and per tool result (runs with a store).
-        Renews the run's lease; a session that lost it stops (another process took over)."""
+        """A checkpoint (runs with a store), taken by the session itself at the
+        boundaries it owns: before each model request, after each model decision
+        with tool calls, before and after each tool call. Renews the run's lease;
+        a session that lost it stops (another process took over). A boundary with
+        nothing new since the last checkpoint writes nothing; a run re-reaching
+        its record (resumed by replay) only renews the lease."""
         if self.store is None:
             return
-        if not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
-            raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
-                            "another process took it over after it expired, so this one stops")
+        mark = (len(self.trajectory), self.state.step, len(self.state.pending_calls))
+        if self._replay is not None or mark == self._last_checkpoint:
+            self.hold_lease(recent_ok=True)
+            return
+        self.hold_lease()
         batch = self.trajectory.events[self._persisted:]
         self.store.save_checkpoint(self.run_id, self.state.step, phase, len(self.trajectory), self.snapshot(),
                                    events=[(e.seq, e.model_dump(mode="json")) for e in batch])
         self._persisted = len(self.trajectory)
+        self._last_checkpoint = mark
+
+    def hold_lease(self, *, recent_ok: bool = False) -> None:
+        """Renew the run's lease, or raise LeaseLost (writing nothing) when another
+        process holds it now: checked before every checkpoint written and before a
+        side effect's outcome is written to the ledger. ``recent_ok``: a boundary
+        that writes nothing skips the renewal when the last one is fresh (nobody
+        can take a lease before it expires)."""
+        if self.store is None:
+            return
+        hb = self._heartbeat
+        now = time.monotonic()
+        if recent_ok and not self.lease_lost and not (hb is not None and hb.lost) \
+                and now - self._renewed_at < LEASE_TTL_S / 4:
+            return
+        if self.lease_lost or (hb is not None and hb.lost) or \
+                not self.store.renew_lease(self.run_id, self.holder, LEASE_TTL_S):
+            self.lease_lost = True
+            raise LeaseLost(f"run {self.run_id}: this process ({self.holder}) no longer holds the run's lease; "
+                            "another process took it over after it expired, so this one stops without "
+                            "writing anything more")
+        self._renewed_at = now
 
     def snapshot(self) -> dict[str, Any]:
         user_state = getattr(self.user, "state", None)
@@ -308,6 +355,9 @@ class RunSession:
         """Record ``run_finished`` (once) and return the result."""
         if self.finished is not None:
             return self.finished
+        if self.lease_lost:
+            raise LeaseLost(f"run {self.run_id}: this process no longer holds the run's lease; not finishing it")
+        self._go_live()
         self.add(RunFinished(status=status, reply=reply, steps=self.state.step, usage=self.state.usage, error=error,
                              reason=reason, error_kind=error_kind))  # type: ignore[arg-type]
         if self.store is not None:
@@ -326,6 +376,15 @@ class RunSession:
     def let_go(self) -> None:
         """This process stops driving the run (its lease is stale from now on if still held)."""
         _DRIVING.discard(self.holder)
+
+    def abandon(self) -> None:
+        """Stop after losing the lease: nothing more is written (the new holder drives the run)."""
+        self.lease_lost = True
+        self.let_go()
+        try:
+            _CURRENT.reset(self._token)
+        except ValueError:
+            _CURRENT.set(None)
 
     # -- guards ---------------------------------------------------------------------
     def ctx(self) -> GuardContext:
@@ -367,6 +426,7 @@ class RunSession:
         """Start a step: ask the guards, then return the request to send with the
         pinned text first and undelivered hints last. Raises RunStop."""
         s = self.state
+        self.checkpoint("before_model")
         if s.step >= self.config.max_steps:
             raise RunStop(TerminalStatus.STEP_LIMIT, s.last_text, f"step cap {self.config.max_steps} reached")
         s.step += 1
@@ -405,6 +465,8 @@ class RunSession:
             s.last_text = decision.text
         if decision.tool_calls:          # the conversation the session keeps (and checkpoints)
             s.messages.append(Message(role="assistant", content=decision.text, tool_calls=decision.tool_calls))
+            s.pending_calls = list(decision.tool_calls)       # made one by one through tool(); each leaves it
+            self.checkpoint("calls_pending")
         return decision
 
     def record_side(self, request: ModelRequest, response: ModelResponse, *, role: str, model: str,
@@ -421,7 +483,7 @@ class RunSession:
         self.record_request(request, model=name, role=role)
         started = time.perf_counter()
         try:
-            response = await model.request(request)
+            response = self.replayed_response() or await model.request(request)
         except (UsageError, ModelFailure, RunAborted):
             raise
         except Exception as exc:
@@ -464,6 +526,12 @@ class RunSession:
         """Record the agent's question and return the simulated user's answer (None: no answer)."""
         self.add(AgentMessage(content=question, kind="question", source="model", step=self.state.step))
         self.state.messages.append(Message(role="assistant", content=question))
+        nxt = self._replay[0] if self._replay else None
+        if isinstance(nxt, UserMessage) and nxt.source == "simulator":     # resumed by replay: as recorded
+            self.add(UserMessage(content=nxt.content, source="simulator"))
+            self.state.messages.append(Message(role="user", content=nxt.content))
+            return nxt.content
+        self._go_live()
         if self.user is None:
             return None
         answer = await self.user.reply(question, self.trajectory)
@@ -485,6 +553,7 @@ class RunSession:
 
     async def _tool(self, call: ToolCallRequest) -> ToolResult:
         s = self.state
+        self.checkpoint("before_tool")
         self.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name, arguments=call.arguments))
         verdict = await self.ask("before_tool", call)
         started = time.perf_counter()
@@ -499,25 +568,45 @@ class RunSession:
                                         "invalid_arguments", source="runner")
         else:
             result = self.tools.check(call.name, call.arguments)
+            if result is None and self._replay is not None:
+                result = self._replayed_result(call)
             if result is None:
                 try:
-                    result = await self.gates.run(call)
+                    result = await self._gated(call)
                 except RunStop as exc:
                     if exc.result is None:
                         raise
                     result, stop = exc.result, exc
         event = self.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=result.ok, data=result.data,
                                          error=result.error, error_type=result.error_type, source=result.source,
-                                         duration_ms=round((time.perf_counter() - started) * 1000, 3)))
+                                         outcome=outcome_of(result.source, result.error_type), duration_ms=round((time.perf_counter() - started) * 1000, 3)))
         if not (stop is not None and stop.requeue):      # a paused call is asked again on resume
             s.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
                                       content=canonical_json(result.for_model())))
+            if s.pending_calls and s.pending_calls[0].id == call.id:
+                s.pending_calls.pop(0)
+        self.checkpoint("after_tool")
         if stop is not None:
             raise stop
         if verdict is None:
             after = await self.ask("after_tool", call, event)
             if after is not None and after.action != "block":
                 raise self.stop(after)
+        return result
+
+
+    async def _gated(self, call: ToolCallRequest) -> ToolResult:
+        """The gates and the tool, the lease kept alive meanwhile (a tool may outlive it)."""
+        if self.store is None:
+            return await self.gates.run(call)
+        with LeaseHeartbeat(self.store, self.run_id, self.holder, LEASE_TTL_S) as hb:
+            self._heartbeat = hb
+            try:
+                result = await self.gates.run(call)
+            finally:
+                self._heartbeat = None
+        if hb.lost:
+            self.hold_lease()
         return result
 
 

@@ -474,9 +474,8 @@ class SQLiteStore:
         return self._rows("SELECT COUNT(*) AS c FROM checkpoints WHERE run_id=?", (run_id,))[0]["c"]
 
     # -- side-effect ledger --------------------------------------------------------
-    def effect_by_signature(self, run_id: str, signature: str) -> dict | None:
-        rows = self._rows("SELECT * FROM effects WHERE run_id=? AND signature=? ORDER BY created DESC LIMIT 1",
-                          (run_id, signature))
+    def effect(self, key: str) -> dict | None:
+        rows = self._rows("SELECT * FROM effects WHERE key=?", (key,))
         return _effect(rows[0]) if rows else None
 
     def record_intent(self, key: str, run_id: str, signature: str, tool: str, arguments: dict, step: int) -> None:

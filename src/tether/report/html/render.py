@@ -30,7 +30,18 @@ def env() -> Any:
                            autoescape=True, trim_blocks=True, lstrip_blocks=True,
                            undefined=jinja2.Undefined)
     e.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "sort_keys": False}
+    e.globals["outcome_label"] = _outcome_label
     return e
+
+
+def _outcome_label(value: str) -> str:
+    """An outcome's words (tether.events.Outcome): ``ledger`` reads "answered from the ledger"."""
+    from ...events import Outcome
+
+    try:
+        return Outcome(value).label
+    except ValueError:
+        return value
 
 
 def _asset(name: str) -> str:
