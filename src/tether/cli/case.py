@@ -82,7 +82,7 @@ def show_case(
     "the exit code is 1 when any file is invalid.\n\n"
     "Example:  tether case validate my-case.yaml other.yaml ./my-cases"))
 def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")]) -> None:
-    from ..evals.loader import load_case
+    from ..evals.loader import check_case
 
     bad = 0
     checked = 0
@@ -92,7 +92,7 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
         for path in paths:
             checked += 1
             try:
-                c = load_case(path)
+                c, warnings = check_case(path)
             except CaseFileError as exc:
                 bad += 1
                 for loc, msg in exc.problems:
@@ -102,7 +102,9 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
                 bad += 1
                 _err(f"error {path}: {exc}")
                 continue
-            _out(f"ok {path} ({c.id})")
+            for loc, msg in warnings:
+                _err(f"warning {loc}: {msg}")
+            _out(f"ok {path} ({c.id})" + (f", {len(warnings)} warning(s)" if warnings else ""))
     if bad:
         _err(f"{bad} of {checked} file(s) invalid")
         raise typer.Exit(1)

@@ -7,6 +7,7 @@ agent: the layer below sits between the agent and the real (or world) tools.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Annotated, Any, Iterable, Literal, Union
 
@@ -99,13 +100,81 @@ def normalize_match_value(value: Any) -> str:
     return "".join(ch for ch in text if not ch.isspace())
 
 
+OPERATORS = ("contains", "regex", "any_of", "min", "max")
+
+
+def is_operator(want: Any) -> bool:
+    """A ``params_match`` value that is a mapping of operators only (``{contains: 李宁}``)."""
+    return isinstance(want, dict) and bool(want) and all(k in OPERATORS for k in want)
+
+
+def operator_error(want: Any) -> str | None:
+    """What is wrong with an operator mapping (None when it is fine or not an operator)."""
+    if not is_operator(want):
+        return None
+    if "regex" in want:
+        if not isinstance(want["regex"], str):
+            return "regex: expected a regular expression as text"
+        try:
+            re.compile(want["regex"])
+        except re.error as exc:
+            return f"regex: not a regular expression ({exc})"
+    if "any_of" in want and (not isinstance(want["any_of"], list) or not want["any_of"]):
+        return "any_of: expected a non-empty list of values, like any_of: [北京, 首都]"
+    if "contains" in want and not isinstance(want["contains"], (str, int, float)):
+        return "contains: expected text"
+    for bound in ("min", "max"):
+        if bound in want and (isinstance(want[bound], bool) or not isinstance(want[bound], (int, float))):
+            return f"{bound}: expected a number"
+    if isinstance(want.get("min"), (int, float)) and isinstance(want.get("max"), (int, float)) \
+            and want["min"] > want["max"]:
+        return f"inverted range: min {want['min']} is above max {want['max']}, so no value matches"
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(unicodedata.normalize("NFKC", value).strip())
+        except ValueError:
+            return None
+    return None
+
+
+def match_value(want: Any, got: Any) -> bool:
+    """One ``params_match`` entry against one argument: equality after
+    :func:`normalize_match_value`, or every operator of an operator mapping:
+    ``contains`` (normalized containment), ``regex`` (``re.search`` on the text),
+    ``any_of`` (equal to one of the values), ``min`` / ``max`` (a number, or text
+    that reads as one, within the inclusive bounds)."""
+    if not is_operator(want):
+        return normalize_match_value(got) == normalize_match_value(want)
+    text = got if isinstance(got, str) else canonical_json(got)
+    if "contains" in want and normalize_match_value(str(want["contains"])) not in normalize_match_value(text):
+        return False
+    if "regex" in want and re.search(str(want["regex"]), text) is None:
+        return False
+    if "any_of" in want and not any(normalize_match_value(got) == normalize_match_value(v)
+                                    for v in want["any_of"] or []):
+        return False
+    if "min" in want or "max" in want:
+        n = _number(got)
+        if n is None or ("min" in want and n < want["min"]) or ("max" in want and n > want["max"]):
+            return False
+    return True
+
+
 def params_match(expected: dict[str, Any] | None, arguments: dict[str, Any]) -> bool:
     if not expected:
         return True
     for key, want in expected.items():
         if key not in arguments:
             return False
-        if normalize_match_value(arguments[key]) != normalize_match_value(want):
+        if not match_value(want, arguments[key]):
             return False
     return True
 
