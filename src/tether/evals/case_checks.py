@@ -21,6 +21,7 @@ elsewhere in the file, and reports in the same pass.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from datetime import datetime
 from typing import Any, Iterator
@@ -68,18 +69,26 @@ def tool_parameters(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 out.setdefault(name, own.tools[name].parameters or {})
             tools = [t for t in tools if t not in out]
         if tools:
-            from .case import CaseInput
             from .world import _find_world
 
             world = _find_world(data.get("world") if isinstance(data.get("world"), str) else None, tools, "case")
             if world is not None:
-                built = world.build([t for t in tools if t in world.names()],
-                                    datetime.fromisoformat(CaseInput().now), 0)
-                for name in built.names():
-                    out[name] = built.tools[name].parameters or {}
+                known = _world_parameters(world.name)
+                out.update({t: known[t] for t in tools if t in known})
     except Exception:            # an unloadable source is reported by the tool check; here: unknown schema
         pass
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _world_parameters(name: str) -> dict[str, dict[str, Any]]:
+    """Every tool's parameters schema in the registered world ``name`` (built once)."""
+    from ..plugins import worlds
+    from .case import CaseInput
+
+    world = worlds()[name]
+    built = world.build(world.names(), datetime.fromisoformat(CaseInput().now), 0)
+    return {n: built.tools[n].parameters or {} for n in built.names()}
 
 
 def _properties(schema: Any) -> dict[str, Any] | None:

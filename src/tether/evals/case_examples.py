@@ -127,14 +127,16 @@ def example_problems(data: dict[str, Any], root: yaml.Node | None, path: str,
         return location(path, node or node_at(root, loc), ".".join(map(str, loc)))
 
     examples = data.get("examples")
+    crits = data.get("criteria") if isinstance(data.get("criteria"), list) else []
+    kinds = {c.get("id"): c.get("kind", "auto") for c in crits if isinstance(c, dict)}
+    if not examples and "auto" not in kinds.values():
+        return [], []            # only a judge decides this case: an example could check nothing
     if not examples:
         return [], [(location(path, root if root is not None else None), "no examples: add an examples: block "
                      "(a passing and a failing behaviour with their expected verdicts) so tether case test can "
                      "check the criteria decide as meant (see docs/cases.md, Examples)")]
     if not isinstance(examples, list):
         return [], []
-    crits = data.get("criteria") if isinstance(data.get("criteria"), list) else []
-    kinds = {c.get("id"): c.get("kind", "auto") for c in crits if isinstance(c, dict)}
     tools = data.get("tools") if isinstance(data.get("tools"), list) else []
     mocks = [m.get("name") for m in (data.get("mock_tools") or []) if isinstance(m, dict)] \
         if isinstance(data.get("mock_tools"), list) else []
