@@ -96,8 +96,8 @@ def _properties(schema: Any) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         return None
     props = schema.get("properties")
-    if not isinstance(props, dict) or schema.get("additionalProperties") not in (None, False):
-        return None
+    if not isinstance(props, dict) or not props or schema.get("additionalProperties") not in (None, False):
+        return None             # no names declared (a skeleton from an old trace): any name goes
     return props
 
 
