@@ -27,6 +27,7 @@ app = typer.Typer(
         "  tether case new my-case\n\n"
         "  tether case validate ./my-cases\n\n"
         "  tether case test ./my-cases         # run the cases' examples, no model\n\n"
+        "  tether case calibrate ./my-cases    # does each case tell steady from stubborn?\n\n"
         "  tether case tools                  # the scenario tools and their arguments\n\n"
         "  tether case from-trace RUN_ID -o from-run.yaml\n\n"
         "  tether case schema > case.schema.json"
@@ -160,6 +161,29 @@ def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files
     _out(f"{cases} case(s), {examples} example(s), {checked} verdict(s) checked: "
          + ("all as expected" if not failed and not bad else f"{failed} case(s) with mismatches, {bad} invalid"))
     if failed or bad:
+        raise typer.Exit(1)
+
+
+@app.command("calibrate", help=(
+    "Run the three calibration agents (policy:steady, policy:stubborn, policy:quitter) on\n"
+    "case files, offline, and say per case whether it discriminates (steady passes,\n"
+    "stubborn fails) and, if not, why (for example: steady asked for `page`, which has a\n"
+    "default). What each agent does: docs/cases.md, Calibrate. Exit code 1 when a case does\n"
+    "not discriminate.\n\n"
+    "Example:  tether case calibrate my-case.yaml   |   tether case calibrate ./my-cases"))
+def calibrate_cases(
+    files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document instead of text")] = False,
+) -> None:
+    from ..evals.calibrate import as_json as to_json
+    from ..evals.calibrate import calibrate, render
+    from ..evals.loader import load_suite
+
+    with user_errors():
+        cases = load_suite(*files)
+        cals = calibrate(cases)
+    _out(json.dumps(to_json(cals), ensure_ascii=False, indent=2) if as_json else render(cals))
+    if not all(c.discriminates for c in cals):
         raise typer.Exit(1)
 
 
