@@ -19,6 +19,7 @@ from ..tools.injection import InjectedResult, MockedCall, ToolConfig, ToolInterc
 CASE_VERSION = 1
 MAX_MESSAGE_CHARS = 100_000      # a user message or a history turn (a case file is at most 1 MB)
 MAX_STEPS = 1_000                # a case's step cap
+MAX_EXAMPLE_CALLS = 1_000        # tool calls in one example (sum of its calls' times)
 
 
 def _case_id(value: str) -> str:
@@ -299,6 +300,13 @@ class Example(_Strict):
     status: Literal["completed", "awaiting_user", "failed", "needs_human", "step_limit", "rejected",
                     "loop_aborted", "budget_exceeded"] | None = None
     expect: dict[str, ExpectedVerdict] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "Example":
+        calls = sum(step.times for step in self.steps if step.call is not None)
+        if calls > MAX_EXAMPLE_CALLS:
+            raise ValueError(f"an example makes at most {MAX_EXAMPLE_CALLS} tool calls (this one: {calls})")
+        return self
 
 
 class Case(_Strict):
