@@ -118,7 +118,7 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
     "and description, naming the case, the example and the criterion. Exit code 1 on any\n"
     "mismatch or invalid file.\n\n"
     "Example:  tether case test my-case.yaml   |   tether case test ./my-cases"))
-def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")]) -> None:
+def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories, or a suite name (c4)")]) -> None:
     from ..evals.case_examples import test_case
     from ..evals.loader import load_case
 
@@ -126,7 +126,7 @@ def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files
     without: list[str] = []
     for source in files:
         with user_errors():
-            paths = case_files(source)
+            paths = case_files(str(source))      # a suite name (c4) or a path
         for path in paths:
             try:
                 c = load_case(path)
@@ -172,7 +172,7 @@ def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files
     "not discriminate.\n\n"
     "Example:  tether case calibrate my-case.yaml   |   tether case calibrate ./my-cases"))
 def calibrate_cases(
-    files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")],
+    files: Annotated[list[Path], typer.Argument(help="case YAML files or directories, or a suite name (c4)")],
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document instead of text")] = False,
 ) -> None:
     from ..evals.calibrate import as_json as to_json
@@ -180,7 +180,7 @@ def calibrate_cases(
     from ..evals.loader import load_suite
 
     with user_errors():
-        cases = load_suite(*files)
+        cases = load_suite(*(str(f) for f in files))      # a suite name (c4) or a path
         cals = calibrate(cases)
     _out(json.dumps(to_json(cals), ensure_ascii=False, indent=2) if as_json else render(cals))
     if not all(c.discriminates for c in cals):
