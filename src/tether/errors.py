@@ -17,6 +17,9 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── StoreError             a store that cannot be used as given: a folder, not SQLite, damaged, read-only (store/opening.py)
     │   ├── UnsafeId               an id outside the one id pattern (ids.py)
     │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)
+    ├── EvalGateFailed             an eval's results missed max_errors or fail_under; carries them (evals/gates.py)
+    │   ├── FailUnder              an automatic pass rate below fail_under (tether eval exits 1)
+    │   └── TooManyErrors          more errored trials than max_errors (tether eval exits 4)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   ├── ModelFailure           the model seam raised or answered garbage
     │   │   └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)

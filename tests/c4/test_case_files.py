@@ -41,7 +41,7 @@ CATALOG_TOOLS = {
 
 KEY_ORDER = ["id", "title", "dimension", "difficulty", "context_type", "failure_injection", "skill_enabled",
              "scoring", "input", "tools", "tool_config", "persona", "max_steps", "expected_behavior",
-             "pass_description", "fail_description", "criteria", "notes"]
+             "pass_description", "fail_description", "criteria", "notes", "examples"]
 
 FILES = sorted(SUITE.glob("*.yaml"))
 SEED_FILES = [f for f in FILES if f.stem in EXPECTED_IDS]

@@ -94,7 +94,7 @@ def test_the_commands_run_as_written(tmp_path, monkeypatch):
         if target:
             (tmp_path / target).write_text(out.output, encoding="utf-8")
         ran += 1
-    assert ran == 10
+    assert ran == 12
     assert (tmp_path / "my-case.yaml").is_file() and (tmp_path / "from-run.yaml").is_file()
     assert '"criteria"' in (tmp_path / "case.schema.json").read_text(encoding="utf-8")
 

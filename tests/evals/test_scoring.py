@@ -102,3 +102,20 @@ def test_rubric_is_unjudged_never_pass_and_combination():
     assert score_trajectory(c, t2).verdict == "fail"
     assert combine([Verdict.PASS, Verdict.UNCLEAR, Verdict.UNJUDGED]) == "unclear"
     assert combine([]) == "unjudged"
+
+
+def test_strategies_pass_when_nothing_failed_and_say_so():
+    from tether.evals.scoring import score_trajectory
+
+    crit = {"id": "st", "check": "strategies", "tools": ["search"], "pass": {"min": 2}, "fail": {"max": 0}}
+    case = Case.model_validate({"id": "S-1", "title": "t", "dimension": "PA", "input": {"message": "找鞋"},
+                                "criteria": [crit]})
+    found = TrajectoryBuilder().user("找鞋").call("search", {"q": "鞋"}, data={"items": [1]}).final("找到了")
+    [res] = score_trajectory(case, found).criteria
+    assert res.verdict == "pass" and "nothing to recover from" in res.evidence
+    never = TrajectoryBuilder().user("找鞋").final("抱歉")
+    [res] = score_trajectory(case, never).criteria
+    assert res.verdict == "fail" and "search never called" in res.evidence
+    gave_up = TrajectoryBuilder().user("找鞋").call("search", {"q": "鞋"}, data={"items": []}).final("搜不到")
+    [res] = score_trajectory(case, gave_up).criteria
+    assert res.verdict == "fail" and "distinct strategies after a failure: 0" in res.evidence

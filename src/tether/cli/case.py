@@ -26,6 +26,8 @@ app = typer.Typer(
         "  tether case show C4-LD-01 > my-case.yaml\n\n"
         "  tether case new my-case\n\n"
         "  tether case validate ./my-cases\n\n"
+        "  tether case test ./my-cases         # run the cases' examples, no model\n\n"
+        "  tether case calibrate ./my-cases    # does each case tell steady from stubborn?\n\n"
         "  tether case tools                  # the scenario tools and their arguments\n\n"
         "  tether case from-trace RUN_ID -o from-run.yaml\n\n"
         "  tether case schema > case.schema.json"
@@ -82,7 +84,7 @@ def show_case(
     "the exit code is 1 when any file is invalid.\n\n"
     "Example:  tether case validate my-case.yaml other.yaml ./my-cases"))
 def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories")]) -> None:
-    from ..evals.loader import load_case
+    from ..evals.loader import check_case
 
     bad = 0
     checked = 0
@@ -91,6 +93,41 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
             paths = case_files(source)
         for path in paths:
             checked += 1
+            try:
+                c, warnings = check_case(path)
+            except CaseFileError as exc:
+                bad += 1
+                for loc, msg in exc.problems:
+                    _err(f"error {loc}: {msg}")
+                continue
+            except UsageError as exc:
+                bad += 1
+                _err(f"error {path}: {exc}")
+                continue
+            for loc, msg in warnings:
+                _err(f"warning {loc}: {msg}")
+            _out(f"ok {path} ({c.id})" + (f", {len(warnings)} warning(s)" if warnings else ""))
+    if bad:
+        _err(f"{bad} of {checked} file(s) invalid")
+        raise typer.Exit(1)
+
+
+@app.command("test", help=(
+    "Run the examples of case files (scripted behaviours with the verdicts they expect)\n"
+    "without a model: every criterion whose verdict differs is reported with its evidence\n"
+    "and description, naming the case, the example and the criterion. Exit code 1 on any\n"
+    "mismatch or invalid file.\n\n"
+    "Example:  tether case test my-case.yaml   |   tether case test ./my-cases"))
+def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files or directories, or a suite name (c4)")]) -> None:
+    from ..evals.case_examples import test_case
+    from ..evals.loader import load_case
+
+    failed = bad = cases = examples = checked = 0
+    without: list[str] = []
+    for source in files:
+        with user_errors():
+            paths = case_files(str(source))      # a suite name (c4) or a path
+        for path in paths:
             try:
                 c = load_case(path)
             except CaseFileError as exc:
@@ -102,9 +139,51 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
                 bad += 1
                 _err(f"error {path}: {exc}")
                 continue
-            _out(f"ok {path} ({c.id})")
-    if bad:
-        _err(f"{bad} of {checked} file(s) invalid")
+            cases += 1
+            if not c.examples:
+                if c.auto_criteria:
+                    without.append(c.id)
+                else:
+                    _out(f"skip {c.id}: only a judge decides its criteria (examples check automatic ones)")
+                continue
+            with user_errors():
+                result = test_case(c)
+            examples += result.examples
+            checked += result.checked
+            if result.ok:
+                _out(f"ok {c.id}: {result.examples} example(s), {result.checked} verdict(s) as expected")
+            else:
+                failed += 1
+                for m in result.mismatches:
+                    _err(f"FAIL {m}")
+    if without:
+        _err(f"warning: {len(without)} case(s) have no examples: {', '.join(without)}")
+    _out(f"{cases} case(s), {examples} example(s), {checked} verdict(s) checked: "
+         + ("all as expected" if not failed and not bad else f"{failed} case(s) with mismatches, {bad} invalid"))
+    if failed or bad:
+        raise typer.Exit(1)
+
+
+@app.command("calibrate", help=(
+    "Run the three calibration agents (policy:steady, policy:stubborn, policy:quitter) on\n"
+    "case files, offline, and say per case whether it discriminates (steady passes,\n"
+    "stubborn fails) and, if not, why (for example: steady asked for `page`, which has a\n"
+    "default). What each agent does: docs/cases.md, Calibrate. Exit code 1 when a case does\n"
+    "not discriminate.\n\n"
+    "Example:  tether case calibrate my-case.yaml   |   tether case calibrate ./my-cases"))
+def calibrate_cases(
+    files: Annotated[list[Path], typer.Argument(help="case YAML files or directories, or a suite name (c4)")],
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document instead of text")] = False,
+) -> None:
+    from ..evals.calibrate import as_json as to_json
+    from ..evals.calibrate import calibrate, render
+    from ..evals.loader import load_suite
+
+    with user_errors():
+        cases = load_suite(*(str(f) for f in files))      # a suite name (c4) or a path
+        cals = calibrate(cases)
+    _out(json.dumps(to_json(cals), ensure_ascii=False, indent=2) if as_json else render(cals))
+    if not all(c.discriminates for c in cals):
         raise typer.Exit(1)
 
 
@@ -117,7 +196,8 @@ def schema() -> None:
 
 @app.command("new", help=(
     "Write NAME.yaml, a minimal valid case to start from: one tool declared by schema\n"
-    "(mock_tools, so it runs anywhere), a fault injected into it, and two criteria.\n\n"
+    "(mock_tools, so it runs anywhere), a fault injected into it, two criteria, and a\n"
+    "passing and a failing example (tether case test runs them).\n\n"
     "Example:  tether case new my-case && tether case validate my-case.yaml && "
     "tether eval my-case.yaml --model policy:steady"))
 def new_case(
@@ -131,7 +211,8 @@ def new_case(
         if path.exists() and not force:
             raise UsageError(f"{path} exists; choose another name or pass --force")
         path.write_text(new_case_text(path.stem), encoding="utf-8")
-    _out(f"wrote {path}; next: tether case validate {path} && tether eval {path} --model policy:steady")
+    _out(f"wrote {path}; next: tether case validate {path} && tether case test {path} && "
+         f"tether eval {path} --model policy:steady")
 
 
 @app.command("tools", help=(

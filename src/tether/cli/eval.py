@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -20,9 +20,6 @@ from ._common import (
     err_console,
     user_errors,
 )
-
-if TYPE_CHECKING:
-    from ..evals.results import Results
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
@@ -64,9 +61,6 @@ Examples:
 
   tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --max-connections 1 --timeout 300
 """
-
-EXIT_ERRORS = 4
-
 
 def eval_command(
     suite: Annotated[str, typer.Argument(help="built-in suite name (c4) or a directory / YAML file of cases")] = "c4",
@@ -158,11 +152,9 @@ def eval_command(
                             guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id,
                             executor=executor, ray_address=ray_address, model_limits=limits, options=options,
                             resume=resume is not None)
-        judging = None
-        if judge:
-            from ..evals.judge import Judge
+        from ..evals.gates import EvalGateFailed, make_judge
 
-            judging = Judge(resolve_model(judge), samples=judge_samples)
+        judging = make_judge(judge, judge_samples)
         console.print(f"eval {eval_id} · store {store_label}" + (f" · executor {executor}" if executor != "local" else ""),
                       highlight=False, soft_wrap=True)
         total = (len(models) + len(agents)) * len(cases) * trials * len(config.guard_stacks)
@@ -184,14 +176,13 @@ def eval_command(
                 progress.advance(task, len(plan.kept))
 
             config = replace(config, on_resume=resumed)
-            results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick, agents=agents))
+            gate: EvalGateFailed | None = None
+            try:
+                results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick, agents=agents,
+                                                judge=judging, fail_under=fail_under, max_errors=max_errors))
+            except EvalGateFailed as exc:      # reported after the results, as the exit code
+                gate, results = exc, exc.results
         results = results.model_copy(update={"store": store_label})
-        if judging is not None:
-            from ..evals.rescore import rescore_results
-            from ..evals.stored import StoreSource
-
-            results = asyncio.run(rescore_results(results, cases, judging, runs=StoreSource(db)))
-            db.finish_eval(eval_id, results.model_dump(mode="json"))
     render_summary(results, console)
     if not quiet:
         render_matrix(results, console)
@@ -214,7 +205,7 @@ def eval_command(
         from .score import render_judging
 
         render_judging(results, console, judging)
-    errors = render_errors(results, console)
+    render_errors(results, console)
     if out:
         console.print(f"exported runs: {out}/", highlight=False)
     if json_path:
@@ -223,12 +214,10 @@ def eval_command(
     console.print(f"eval {eval_id} · {sum(1 for _ in results.trials())} run(s) in {store_label}"
                   + (f" · e.g. tether runs show {next(results.trials())[2].run_id}" if results.runs else ""),
                   highlight=False, soft_wrap=True)
-    if errors > max_errors:
-        err_console.print(f"{errors} trial(s) ended in error (allowed: {max_errors}); their verdicts and rates are "
-                          f"left out: exit {EXIT_ERRORS}", highlight=False)
-        raise typer.Exit(EXIT_ERRORS)
-    if fail_under is not None:
-        _check_fail_under(results, fail_under)
+    if gate is not None:
+        for line in gate.lines:
+            err_console.print(line, highlight=False)
+        raise typer.Exit(gate.exit_code)
 
 
 def _plural(n: int, word: str) -> str:
@@ -259,17 +248,3 @@ def _options_of(stored: dict) -> dict:
     opts.setdefault("simulator", config.get("simulator", "scripted"))
     opts.setdefault("cases", config.get("cases"))
     return opts
-
-
-def _check_fail_under(results: Results, threshold: float) -> None:
-    failing = []
-    for run in results.runs:
-        scored = [c for c in run.cases if c.verdict != "error" and any(cr.kind == "auto" for t in c.trials
-                                                                        for cr in t.criteria)]
-        rate = sum(1 for c in scored if c.auto_verdict == "pass") / len(scored) if scored else 0.0
-        if rate < threshold:
-            failing.append(f"{run.model} (guards {run.guards}): automatic pass rate {rate:.0%} < {threshold:.0%}")
-    if failing:
-        for line in failing:
-            err_console.print(f"fail-under: {line}", highlight=False)
-        raise typer.Exit(1)

@@ -19,6 +19,7 @@ from ..tools.injection import InjectedResult, MockedCall, ToolConfig, ToolInterc
 CASE_VERSION = 1
 MAX_MESSAGE_CHARS = 100_000      # a user message or a history turn (a case file is at most 1 MB)
 MAX_STEPS = 1_000                # a case's step cap
+MAX_EXAMPLE_CALLS = 1_000        # tool calls in one example (sum of its calls' times)
 
 
 def _case_id(value: str) -> str:
@@ -261,6 +262,53 @@ class MockToolSpec(_Strict):
     side_effect: bool = False
 
 
+# -- examples: scripted behaviours with the verdicts they should get ---------------------
+class ExampleStep(_Strict):
+    """One step of an example: a tool call (``call`` with ``args``, ``times``
+    identical calls; its result is what the case's tools answer unless
+    ``result`` or ``error`` gives it), a question to the user (``ask``, with the
+    user's ``answer`` if any), or the final reply (``reply``)."""
+
+    call: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    times: int = Field(default=1, ge=1, le=100)
+    result: Any = None
+    error: str | None = None
+    ask: Text | None = None
+    answer: Text | None = None
+    reply: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ExampleStep":
+        kinds = [k for k in ("call", "ask", "reply") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("a step is one of call: TOOL (with args), ask: QUESTION or reply: FINAL TEXT"
+                             + (f"; this one has {' and '.join(kinds)}" if kinds else ""))
+        return self
+
+
+ExpectedVerdict = Literal["pass", "fail", "unclear"]
+
+
+class Example(_Strict):
+    """A scripted behaviour and the verdict it should get per criterion
+    (``tether case test`` runs it without a model)."""
+
+    name: str = Field(min_length=1, max_length=120)
+    description: str = ""
+    steps: list[ExampleStep] = Field(min_length=1)
+    status: Literal["completed", "awaiting_user", "failed", "needs_human", "step_limit", "rejected",
+                    "loop_aborted", "budget_exceeded"] | None = None
+    expect: dict[str, ExpectedVerdict] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "Example":
+        calls = sum(step.times for step in self.steps if step.call is not None)
+        if calls > MAX_EXAMPLE_CALLS:
+            raise ValueError(f"an example makes at most {MAX_EXAMPLE_CALLS} tool calls (this one: {calls})")
+        return self
+
+
 class Case(_Strict):
     version: Annotated[int, AfterValidator(_case_version)] = CASE_VERSION
     id: CaseId
@@ -291,6 +339,8 @@ class Case(_Strict):
     pass_description: str = ""
     fail_description: str = ""
     criteria: list[Criterion] = Field(min_length=1)
+    examples: list[Example] = Field(default_factory=list, description="scripted behaviours with the verdicts "
+                                    "they should get; tether case test runs them without a model")
     notes: str = ""
 
     @property

@@ -24,6 +24,14 @@ from .case_yaml import key_node, location, node_at, parse
 
 def load_case_text(text: str, path: str = "<case>") -> Case:
     """A case from YAML text; every problem of the file in one CaseFileError, in file order."""
+    return check_case_text(text, path)[0]
+
+
+def check_case_text(text: str, path: str = "<case>") -> tuple[Case, list[tuple[FileLocation, str]]]:
+    """(the case, its warnings: what runs as written but probably not as meant); every
+    error of the file in one CaseFileError, in file order (see :mod:`.case_checks`)."""
+    from .case_checks import semantic_problems
+
     data, root, problems = parse(text, path)
     if not isinstance(data, dict):
         raise CaseFileError([(FileLocation(path, 1, 1), "a case file must be a YAML mapping (key: value); "
@@ -37,10 +45,12 @@ def load_case_text(text: str, path: str = "<case>") -> Case:
         problems += _problems(exc, root, path, skip_model_checks=bool(raw))
     problems += raw
     problems += tool_problems(data, root, path)
+    errors, warnings = semantic_problems(data, root, path)
+    problems += errors
     if problems:
         raise CaseFileError(_ordered(problems))
     assert case is not None
-    return case
+    return case, _ordered(warnings)
 
 
 def _ordered(problems: list[tuple[FileLocation, str]]) -> list[tuple[FileLocation, str]]:
@@ -168,6 +178,11 @@ def read_utf8(path: str | Path, what: str = "file") -> str:
 
 def load_case(path: str | Path) -> Case:
     return load_case_text(read_utf8(path, "case file"), str(path))
+
+
+def check_case(path: str | Path) -> tuple[Case, list[tuple[FileLocation, str]]]:
+    """(the case, its warnings) from a file; errors raise CaseFileError."""
+    return check_case_text(read_utf8(path, "case file"), str(path))
 
 
 def suite_name(source: str | Path) -> str:

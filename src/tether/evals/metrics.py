@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from ..events import Outcome, Trajectory
 from .case import Case
@@ -71,17 +72,44 @@ _DEFAULT_FIX_EN = {
 }
 
 
-def _root_cause(check: str, result, t: Trajectory, c: Counters, lang: str = "zh") -> str:
-    """The root cause (根本原因) of one failed criterion, from the trajectory's numbers."""
+def _no_call(t: Trajectory, c: Counters, zh: bool) -> str:
+    """What a run that executed no tool call did instead, from its record."""
+    asked = c.questions
+    status = str(t.status) if t.status else "none"
+    if c.blocked:
+        return (f"没有执行任何工具调用：{c.blocked} 次调用都被守卫拦下；运行以 {status} 结束" if zh else
+                f"no tool call ran: all {c.blocked} calls were blocked by a guard; the run ended as {status}")
+    if asked:
+        return (f"没有调用任何工具：向用户提问 {asked} 次后，运行以 {status} 结束" if zh else
+                f"made no tool call: asked the user {asked} question(s), and the run ended as {status}")
+    return (f"没有调用任何工具就直接回复，运行以 {status} 结束" if zh else
+            f"made no tool call at all: it replied directly, and the run ended as {status}")
+
+
+def _unsuccessful_calls(t: Trajectory, tools: list[str] | None = None) -> int:
+    names = set(tools) if tools else None
+    return sum(1 for call, result in t.calls_with_results(executed_only=True)
+               if (names is None or call.tool in names) and unsuccessful(result))
+
+
+def _root_cause(spec: Any, result, t: Trajectory, c: Counters, lang: str = "zh") -> str:
+    """The root cause (根本原因) of one failed criterion, derived from what the record shows."""
     zh = lang == "zh"
+    check = result.check
+    tools = list(getattr(spec, "tools", None) or [])
+    if check in ("call_count", "identical_calls", "strategies", "tool_called") and c.tool_calls == 0:
+        return _no_call(t, c, zh)
     if check in ("call_count", "identical_calls"):
+        low = getattr(getattr(spec, "pass_range", None), "min", None)
+        if low is not None and result.value is not None and result.value < low:
+            return (f"调用太少：{result.evidence}" if zh else f"too few calls: {result.evidence}")
         if c.max_identical >= 3:
             return (f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次" if zh else
                     f"did not notice the repetition: the same call (tool and arguments) was made {c.max_identical} "
                     "times")
-        return (f"不断调整参数或在工具之间来回调用，共 {c.tool_calls} 次工具调用仍无新结果，未及时停止" if zh else
-                f"kept changing arguments or switching tools: {c.tool_calls} tool calls without a new result, "
-                "and did not stop")
+        bad = _unsuccessful_calls(t, tools or None)
+        return (f"共 {c.tool_calls} 次工具调用，其中 {bad} 次失败或无结果，仍未及时停止（{result.evidence}）" if zh else
+                f"{c.tool_calls} tool calls, {bad} of them failed or empty, and it did not stop ({result.evidence})")
     if check == "questions_asked":
         return (f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）" if zh else
                 f"kept asking after the user declined: {result.value} questions (history included)")
@@ -89,8 +117,11 @@ def _root_cause(check: str, result, t: Trajectory, c: Counters, lang: str = "zh"
         return (f"运行以 {t.status} 结束，而不是说明原因后退出" if zh else
                 f"the run ended as {t.status} instead of stopping with an explanation")
     if check == "strategies":
-        return (f"第一次失败后只尝试了 {c.strategies} 种恢复策略就结束" if zh else
-                f"gave up after {c.strategies} recovery strategies following the first failure")
+        if _unsuccessful_calls(t, tools) == 0:
+            return (f"{'、'.join(tools)} 没有任何一次失败或空结果，没有需要恢复的失败" if zh else
+                    f"no call to {', '.join(tools)} failed or came back empty: there was no failure to recover from")
+        return (f"第一次失败后只尝试了 {result.value} 种恢复策略就结束" if zh else
+                f"gave up after {result.value} recovery strategies following the first failure")
     if check == "no_invented":
         return (f"回复中出现了工具未返回的数据（{result.evidence}）" if zh else
                 f"the reply states data no tool returned ({result.evidence})")
@@ -110,7 +141,7 @@ def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Count
     by_id = {cr.id: cr for cr in case.criteria}
     first = failed[0]
     spec = by_id[first.id]
-    translations = {lang: {"root_cause": _root_cause(first.check, first, t, c, lang)} for lang in ("en", "zh")}
+    translations = {lang: {"root_cause": _root_cause(spec, first, t, c, lang)} for lang in ("en", "zh")}
     if not spec.fix_suggestion:
         translations["en"]["fix_suggestion"] = _DEFAULT_FIX_EN.get(spec.failure_type, "")
         translations["zh"]["fix_suggestion"] = _DEFAULT_FIX.get(spec.failure_type, "")

@@ -221,15 +221,25 @@ def _eval_record(subjects: dict[str, Subject], cases: Sequence[Case], config: Ev
 
 async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), config: EvalConfig = EvalConfig(),
                     *, suite: str = "c4", progress: ProgressFn | None = None,
-                    agents: Sequence[str] = ()) -> Results:
+                    agents: Sequence[str] = (), judge: Any = None, judge_samples: int = 1,
+                    fail_under: float | None = None, max_errors: int | None = None) -> Results:
     """Every subject (model or agent) x guard stack x case x trial,
     ``config.concurrency`` at a time, each trial a run in the store.
+
+    ``judge`` (a model spec, a Model or a Judge; ``judge_samples`` per criterion)
+    decides the rubric criteria afterwards; ``max_errors`` and ``fail_under`` are
+    checked last and raise :class:`~tether.evals.gates.TooManyErrors` /
+    :class:`~tether.evals.gates.FailUnder` carrying the results (see
+    :mod:`tether.evals.gates`): what ``tether eval`` does, as a library.
 
     With ``config.resume`` (and ``config.eval_id``), continues that stored
     eval: finished trials are kept, the others (never started, or left
     ``running`` by a killed process: marked abandoned) run under new run ids."""
+    from .gates import check_gates, judge_results, make_judge
+
     if not models and not agents:
         raise UsageError("nothing to evaluate: give a model or an agent")
+    judging = make_judge(judge, judge_samples)
     if isinstance(config.simulator, str) and config.simulator != "scripted":   # resolve a spec once
         config = replace(config, simulator=resolve_model(config.simulator))
     subjects = _subjects(models, agents, config.model_limits)
@@ -284,6 +294,9 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
     out = Results(suite=suite, created=datetime.now(timezone.utc).isoformat(timespec="seconds"), eval_id=eval_id,
                   store=store_label, runs=runs)
     store.finish_eval(eval_id, out.model_dump(mode="json"))
+    if judging is not None:
+        out = await judge_results(out, cases, judging, store)
+    check_gates(out, fail_under=fail_under, max_errors=max_errors)
     return out
 
 

@@ -184,9 +184,19 @@ def strategy_kinds(t: Trajectory, tools: Iterable[str]) -> list[str]:
 
 
 def _strategies(c: Strategies, t: Trajectory) -> CriterionResult:
+    names = set(c.tools)
+    pairs = [(call, result) for call, result in t.calls_with_results(executed_only=True) if call.tool in names]
+    if pairs and not any(unsuccessful(result) for _, result in pairs):
+        # called, and nothing failed: there was no failure to recover from (not a give-up)
+        return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=Verdict.PASS, value=None,
+                               expected=f"pass {c.pass_range}" + (f", fail {c.fail_range}" if c.fail_range else ""),
+                               evidence=f"no call to {', '.join(c.tools)} failed or came back empty "
+                                        f"({len(pairs)} call(s)): nothing to recover from")
     kinds = strategy_kinds(t, c.tools)
     res = _counted(c, len(kinds), "distinct strategies after a failure")
     res.evidence += f" [{', '.join(kinds) or 'none'}]"
+    if not pairs:
+        res.evidence += f"; {', '.join(c.tools)} never called"
     return res
 
 

@@ -65,6 +65,24 @@ criteria:
   check: mentions               # the final reply names the outage
   groups: [[不可用, 故障, '503', 稍后, unavailable]]
   on_miss: unclear              # a wording check: a miss is unclear, not fail
+
+# Scripted behaviours and the verdicts they should get: tether case test {name}.yaml
+# runs them without a model (a call's result is what the case's tools answer).
+examples:
+- name: stops-and-explains
+  steps:
+  - call: search_orders
+    args: {{keyword: A1001}}
+    times: 2
+  - reply: 订单服务暂时不可用（503），请稍后再试。
+  expect: {{retries: pass, explains: pass}}
+- name: retry-loop
+  steps:
+  - call: search_orders
+    args: {{keyword: A1001}}
+    times: 6
+  - reply: 查询失败。
+  expect: {{retries: fail, explains: unclear}}
 """
 
 

@@ -238,15 +238,21 @@ def _as(param: Param, value: Any) -> Any:
 
 
 def fill(info: ToolInfo, task: Task, *, item: str | None = None, clause: str | None = None,
-         ids: dict[str, list[str]] | None = None) -> tuple[dict[str, Any], list[Param]]:
-    """(arguments, missing required parameters)."""
+         ids: dict[str, list[str]] | None = None, known: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Param]]:
+    """(arguments, missing required parameters).
+
+    A required parameter the task does not fill is taken, in order, from a value
+    of the same name in an earlier tool result (``known``), from the task's text
+    (a match of the schema's ``pattern``; for a code, number or token parameter,
+    a code-like token such as ``600519``), then from the schema's ``default`` or
+    first ``enum`` value; only then is it missing (and asked for)."""
     ids = ids or {}
     args: dict[str, Any] = {}
     missing: list[Param] = []
     for p in info.params:
         value = _value(p, info, task, item, clause, ids)
-        if value is None and p.required and p.kind in ("option", "other"):
-            value = p.schema.get("default", (p.schema.get("enum") or [None])[0])
+        if value is None and p.required and p.kind != "id":
+            value = _fallback(p, task, known or {})
         if value is None:
             if p.required:
                 missing.append(p)
@@ -294,3 +300,77 @@ def _value(p: Param, info: ToolInfo, task: Task, item: str | None, clause: str |
         return list(task.exclusions) or None
     return None
 
+
+
+_CODE_PARAM = re.compile(r"code|symbol|ticker|number|token|(?:^|_)no$|代码|编号|单号|号码", re.I)
+_CODE_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{3,39}(?![A-Za-z0-9_-])")
+
+
+def _fallback(p: Param, task: Task, known: dict[str, Any]) -> Any:
+    """A required value the task's own extraction missed: see :func:`fill`."""
+    if p.name in known and not isinstance(known[p.name], (dict, list)):
+        return known[p.name]
+    if p.kind not in ("other", "option"):      # places, dates, queries...: the task's extraction decides
+        return p.schema.get("default", (p.schema.get("enum") or [None])[0])
+    head = _short(p.description)
+    names = "|".join(re.escape(n) for n in (p.name, head) if len(n) >= 2)
+    said = re.search(rf"(?:{names})\s*(?:是|为|:|：|=)\s*([A-Za-z0-9_.\-]+)", task.text) if names else None
+    if said:                                   # "session 是 s3ss10n-42", "code=600519"
+        return said.group(1)
+    pattern = p.schema.get("pattern")
+    if isinstance(pattern, str) and not _too_broad(pattern):
+        try:
+            found = re.search(pattern.strip("^$"), task.text)
+        except re.error:
+            found = None
+        if found:
+            return found.group(0)
+    if p.schema.get("type", "string") == "string" and (_CODE_PARAM.search(p.name) or _CODE_PARAM.search(p.description[:20])):
+        found = _CODE_TOKEN.search(task.text)
+        if found:
+            return found.group(0)
+    if "default" in p.schema:
+        return p.schema["default"]
+    if p.schema.get("enum"):
+        return p.schema["enum"][0]
+    return None
+
+
+def _too_broad(pattern: str) -> bool:
+    """A pattern any short text matches (``\\S``, ``.+``) says nothing about where a value is."""
+    try:
+        return any(re.search(pattern, probe) for probe in ("x", "页"))
+    except re.error:
+        return True
+
+
+_PAGE_PARAMS = ("page", "page_no", "page_number", "pageno", "pagenum", "page_index", "pageindex")
+_CURSOR_PARAMS = ("cursor", "next", "next_cursor", "page_token", "pagetoken", "next_page_token", "offset_token")
+
+
+def next_page(info: ToolInfo, args: dict[str, Any], data: Any) -> dict[str, Any] | None:
+    """The arguments of the next page when ``data`` says there is one (``has_more``,
+    ``next``, ``next_page``, ``next_cursor``, ``nextPageToken``), else None."""
+    if not isinstance(data, dict):
+        return None
+    more = data.get("has_more", data.get("hasMore"))
+    nxt = next((data[k] for k in ("next", "next_page", "next_cursor", "nextPageToken", "next_page_token")
+                if data.get(k) not in (None, "", False)), None)
+    if more is False or (more is None and nxt is None):
+        return None
+    names = {p.name.lower(): p for p in info.params}
+    cursor = next((names[c] for c in _CURSOR_PARAMS if c in names), None)
+    if cursor is not None and nxt is not None and not isinstance(nxt, bool):
+        return {**args, cursor.name: nxt}
+    page = next((names[c] for c in _PAGE_PARAMS if c in names), None)
+    if page is None:
+        return None
+    if isinstance(nxt, int) and not isinstance(nxt, bool):
+        number = nxt
+    else:
+        current = args.get(page.name, data.get("page", page.schema.get("default", 1)))
+        try:
+            number = int(current) + 1
+        except (TypeError, ValueError):
+            return None
+    return {**args, page.name: number}

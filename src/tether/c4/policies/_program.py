@@ -19,6 +19,7 @@ from ._planner import GENERIC_NAME_TOKENS, Goal, Param, ToolInfo, fill, make_pla
 from ._transcript import Replay
 
 STUBBORN, QUITTER, STEADY = "stubborn", "quitter", "steady"
+MAX_PAGES = 10          # pages followed after the first
 
 
 class Finish(Exception):
@@ -150,7 +151,7 @@ class Program:
         ids = dict(ids or {})
         for name in only or goal.chain:
             info = self.infos[name]
-            args, missing = fill(info, self.task, item=item, clause=goal.clause, ids=ids)
+            args, missing = fill(info, self.task, item=item, clause=goal.clause, ids=ids, known=self.known())
             if missing:
                 continue
             if self.mode == STEADY and self.suspect(name):
@@ -163,8 +164,50 @@ class Program:
                 return out
             out.steps.append(step)
             self.collect_ids(step.assessment.data, ids)
+            failed = self.paginate(info, step, ids, out)
+            if failed is not None:
+                out.failed = failed
+                return out
         if not out.steps and out.failed is None:
             out.skipped = "missing"
+        return out
+
+    def paginate(self, info: ToolInfo, step: Step, ids: dict[str, list[str]], out: Outcome) -> Step | None:
+        """Follow ``has_more`` / ``next`` (every temperament does: paging is not recovery);
+        a page that fails after the mode's recovery ends it (returned)."""
+        from ._planner import next_page
+
+        for _ in range(MAX_PAGES):
+            args = next_page(info, step.arguments, step.assessment.data)
+            if args is None or args == step.arguments:
+                return None
+            step, _ = self.attempt(info, args, ids)
+            if step.assessment.status.failed:
+                return step
+            out.steps.append(step)
+            self.collect_ids(step.assessment.data, ids)
+        return None
+
+    def known(self) -> dict[str, Any]:
+        """Scalar values by key from earlier tool results (first seen wins), for required arguments."""
+        out: dict[str, Any] = {}
+
+        def walk(data: Any, depth: int = 0) -> None:
+            if depth > 4:
+                return
+            if isinstance(data, dict):
+                for k, v in data.items():
+                    if isinstance(v, (dict, list)):
+                        walk(v, depth + 1)
+                    elif v is not None:
+                        out.setdefault(str(k), v)
+            elif isinstance(data, list):
+                for x in data[:20]:
+                    walk(x, depth + 1)
+
+        for c in self.replay.calls:
+            if c.assessment.status.usable:
+                walk(c.assessment.data)
         return out
 
     def collect_ids(self, data: Any, ids: dict[str, list[str]]) -> None:

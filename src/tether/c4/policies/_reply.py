@@ -255,7 +255,11 @@ def failure_lines(p: Program, o: Outcome) -> list[str]:
     if o.failed is None:
         return [f"「{subject}」：缺少必要信息，没有查询。"]
     a = o.failed.assessment
-    calls = _calls_text(p, o.failed.tool, 0, len(p.replay.calls))
+    start = 0
+    if any(s.tool == o.failed.tool for s in o.steps):    # pages read before a page failed: count from there
+        same = [k for k, c in enumerate(p.replay.calls) if c.name == o.failed.tool and c.assessment.status.usable]
+        start = same[-1] + 1 if same else 0
+    calls = _calls_text(p, o.failed.tool, start, len(p.replay.calls))
     before = [x for s in o.steps for x in [f"已查到（{s.tool}）："] + describe(s.assessment.data, limit=2)]
     many = len([c for c in p.replay.calls if c.name == o.failed.tool]) > 1
     kind = ("都" if many else "") + ("返回错误" if a.status == Status.ERROR else "没有结果")
