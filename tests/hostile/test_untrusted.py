@@ -68,7 +68,7 @@ def test_a_record_naming_code_in_run_started_is_refused_without_trust(tmp_path):
     assert cli("runs", "import", str(export), "--store", db).exit_code == 0
     assert "evil.py:make" in cli("runs", "list", "--store", db).output
     res = cli("resume", "imp2", "--store", db)
-    assert res.exit_code == 2 and "[model]" in res.output and "--trust" in res.output, res.output
+    assert res.exit_code == 2 and "[meta.cli.model]" in res.output and "--trust" in res.output, res.output
     assert not (tmp_path / "RAN").exists()
     # --trust: what it did before (the user said so): the factory is loaded and called
     trusted = cli("resume", "imp2", "--store", db, "--trust")
@@ -117,7 +117,7 @@ def test_every_imported_field_is_validated_naming_it(tmp_path, field, value):
     db = str(tmp_path / "mine.db")
     res = cli("runs", "import", str(write_export(tmp_path / "run.jsonl", events)), "--store", db)
     assert res.exit_code == 2, res.output
-    assert f"[{field}]" in res.output, res.output
+    assert f"[{field}]" in res.output or f"run_started.{field}:" in res.output, res.output
     assert "Traceback" not in res.output
 
 
@@ -160,11 +160,21 @@ def test_events_after_run_finished_make_score_refuse_the_run(tmp_path):
              "tool": "search_flights", "arguments": {"q": "again"}}
     store.append_events(run_id, [(len(events), extra)])
     store.close()
-    for argv in (["score", str(results), "--store", db], ["report", str(results), "--html", str(tmp_path / "r.html"),
-                                                           "--store", db]):
-        res = cli(*argv)
-        assert res.exit_code == 2, (argv, res.output)
-        assert run_id in res.output and "after run_finished" in res.output, res.output
+    res = cli("score", str(results), "--store", db)
+    assert res.exit_code == 2, res.output
+    assert run_id in res.output and "after run_finished" in res.output, res.output
+    # the report shows that trial as refused, naming it, and renders no transcript of it
+    page = tmp_path / "r.html"
+    res = cli("report", str(results), "--html", str(page), "--store", db)
+    assert res.exit_code == 0, res.output
+    html = page.read_text(encoding="utf-8")
+    assert run_id in html and "after run_finished" in html
+    assert '"again"' not in html and "&#34;again&#34;" not in html
+    # diff of the run's export refuses it too
+    export = tmp_path / "e.jsonl"
+    export.write_text(cli("runs", "export", run_id, "--store", db).stdout, encoding="utf-8")
+    res = cli("diff", str(export), str(export))
+    assert res.exit_code == 2 and "after run_finished" in res.output, res.output
 
 
 def test_digest_covers_events_after_run_finished(tmp_path):

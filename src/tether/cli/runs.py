@@ -37,6 +37,14 @@ def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
             for row in (header, *rows)]
 
 
+def _model(run: dict) -> str:
+    """The run's model, and the spec its resume recipe names when that is another one
+    (a user model named otherwise, or an edited record: both are shown, never one for the other)."""
+    cli = run.get("meta", {}).get("cli")
+    recipe = cli.get("model") if isinstance(cli, dict) else None
+    return run["model"] if recipe in (None, run["model"]) else f"{run['model']} (resumes as {recipe})"
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -71,7 +79,7 @@ def list_runs(
     for r in runs:
         ckpts, waiting = counts.get(r["run_id"], (0, 0))
         rows.append((r["run_id"], r["kind"], r["status"] + (f" ({r['error_kind']})" if r.get("error_kind") else ""),
-                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", r["model"],
+                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", _model(r),
                      r["guards"], _when(r["updated"])[5:16], str(ckpts),
                      f"{waiting} approval(s)" if waiting else ""))
     # one line per run, never folded (grep-able; a narrow terminal wraps the line, not the cells)
@@ -107,7 +115,7 @@ def show_run(
     ckpt = db.latest_checkpoint(run_id)
     console.print(f"run {run_id} · {run['kind']} · {run['status']}"
                   + (f" ({run['error_kind']})" if run.get("error_kind") else "")
-                  + f" · case {run['case_id'] or '-'} · model {run['model']} · guards {run['guards']}"
+                  + f" · case {run['case_id'] or '-'} · model {_model(run)} · guards {run['guards']}"
                   + (f" · eval {run['eval_id']} trial {run['trial']}" if run["eval_id"] else ""), highlight=False)
     console.print(f"created {_when(run['created'])} · updated {_when(run['updated'])} · "
                   f"{db.checkpoint_count(run_id)} checkpoint(s)"

@@ -80,11 +80,9 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
     started = trajectory.started
     if started is None or not trajectory.events or not isinstance(trajectory.events[0], RunStarted):
         raise CaseFileError([(FileLocation(path, 1), "not a tether run export: the first event must be run_started")])
-    from ..ids import is_id, shown
+    from ._checks import check_joins_no_eval, check_started
 
-    if not is_id(started.run_id):
-        raise CaseFileError([(FileLocation(path, 1, field="run_id"),
-                              f"run id {shown(started.run_id)} is not a valid id; refused")])
+    check_started(started, path)
     digest = trajectory.digest()
     existing = store.get_run(started.run_id)
     if existing is not None:
@@ -92,6 +90,7 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
             return started.run_id, False
         raise UsageError(f"run {started.run_id!r} is already in {store.path} with other events "
                          f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
+    check_joins_no_eval(store, started, path)
     store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
                      kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
     store.append_events(started.run_id, [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
