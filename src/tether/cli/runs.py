@@ -153,7 +153,7 @@ def export_command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
 ) -> None:
     with user_errors():
-        text = export_run(SQLiteStore(store), run_id)
+        text = export_run(SQLiteStore(store, read_only=True), run_id)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -208,4 +208,4 @@ def export_otel_command(
     from ..report.otel import export_stored_run
 
     with user_errors():
-        console.print(export_stored_run(SQLiteStore(store), run_id, file), highlight=False, soft_wrap=True)
+        console.print(export_stored_run(SQLiteStore(store, read_only=True), run_id, file), highlight=False, soft_wrap=True)

@@ -51,7 +51,7 @@ def stats_command(
     from ..store import SQLiteStore
 
     with user_errors():
-        db = SQLiteStore(store)
+        db = SQLiteStore(store, read_only=True)
         m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
     if json_out:
         typer.echo(json.dumps(m, ensure_ascii=False, indent=2))
@@ -71,5 +71,6 @@ def stats_command(
             shown = f"{value:g}"
         table.add_row(LABELS[key], shown)
     console.print(table)
-    console.print(f"  left out: {m['errors']} error run(s), {m['running']} still running", style="dim",
-                  highlight=False)
+    console.print(f"  left out: {m['errors']} error run(s), {m['running']} still running"
+                  + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else ""),
+                  style="dim", highlight=False)

@@ -31,7 +31,7 @@ def view_command(
     from ..store import SQLiteStore
 
     with user_errors():
-        db = SQLiteStore(store)
+        db = SQLiteStore(store, read_only=True)
         try:
             server = make_server(db, port)
         except OSError as exc:

@@ -91,10 +91,21 @@ def select_runs(store: Any, *, since: float | None = None, model: str | None = N
 
 def compute(store: Any, runs: list[dict] | None = None, **filters: Any) -> dict[str, Any]:
     """The run metrics of ``runs`` (default: the store's runs matching ``filters``)."""
+    from ..store.opening import DamagedRun
+
     runs = select_runs(store, **filters) if runs is None else runs
-    facts = [run_facts(r, store.events(r["run_id"])) for r in runs if r["status"] not in ("running", "error")]
-    return summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
-                     running=sum(1 for r in runs if r["status"] == "running"))
+    facts, damaged = [], []
+    for r in runs:
+        if r["status"] in ("running", "error"):
+            continue
+        try:
+            facts.append(run_facts(r, store.events(r["run_id"])))
+        except DamagedRun:              # one damaged run is left out and counted; the others are measured
+            damaged.append(r["run_id"])
+    out = summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
+                    running=sum(1 for r in runs if r["status"] == "running"))
+    out["damaged"] = damaged
+    return out
 
 
 def summarize(facts: list[dict[str, Any]], *, errors: int = 0, running: int = 0) -> dict[str, Any]:

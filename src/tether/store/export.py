@@ -29,7 +29,18 @@ def load_run(store: Any, run_id: str) -> Trajectory:
 
     if store.get_run(run_id) is None:
         raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
-    return Trajectory(EVENT_ADAPTER.validate_python(e) for e in store.events(run_id))
+    from pydantic import ValidationError
+
+    events = store.events(run_id)
+    try:
+        return Trajectory(EVENT_ADAPTER.validate_python(e) for e in events)
+    except ValidationError as exc:
+        from .opening import DamagedRun
+
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise DamagedRun(f"run {run_id} in {store.path} is damaged: a stored event is not a valid event "
+                         f"({where}: {first.get('msg', exc)}); the other runs are fine") from None
 
 
 def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
@@ -118,7 +129,7 @@ def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str
     where = Path(store_path) if store_path is not None else default_store_path()
     if not where.exists():
         raise UsageError(f"{ref!r} is neither a file nor a run: there is no store at {where} (--store)")
-    store = SQLiteStore(where)
+    store = SQLiteStore(where, read_only=True)
     try:
         if store.get_run(ref) is None:
             raise UsageError(f"{ref!r} is neither a file nor a run in {where} (tether runs list)")

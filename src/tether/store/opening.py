@@ -32,6 +32,11 @@ class StoreError(UsageError):
     """A store that cannot be used as given (the message names the file and what to do)."""
 
 
+class DamagedRun(StoreError):
+    """One run whose stored events cannot be read (a damaged row): that run is refused,
+    naming it; every other run, and the commands over all of them, go on."""
+
+
 def recovery(path: Path) -> str:
     return (f"move it aside (mv {path} {path}.damaged) and tether starts a new store there, or recover what it "
             f"holds with: sqlite3 {path} .recover | sqlite3 recovered.db")

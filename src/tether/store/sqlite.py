@@ -341,10 +341,18 @@ class SQLiteStore:
                 raise _duplicate(run_id, events)
 
     def events(self, run_id: str) -> list[dict]:
+        """The run's events; DamagedRun naming the run and the row when one cannot be read."""
         loads = orjson.loads
-        return [loads(line) for (blob,) in self._db_rows("SELECT events FROM events WHERE run_id=? ORDER BY seq",
-                                                         (run_id,))
-                for line in blob.split(b"\n") if line]
+        out: list[dict] = []
+        for seq, blob in self._db_rows("SELECT seq, events FROM events WHERE run_id=? ORDER BY seq", (run_id,)):
+            try:
+                chunk = [loads(line) for line in blob.split(b"\n") if line]
+            except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+                raise _damaged(self.path, run_id, seq, f"not JSON Lines ({str(exc)[:80]})") from None
+            if not all(isinstance(e, dict) for e in chunk):
+                raise _damaged(self.path, run_id, seq, "an event that is not a JSON object")
+            out.extend(chunk)
+        return out
 
     def truncate_events(self, run_id: str, count: int) -> None:
         """Drop the events from ``count`` on (a resume drops what came after its checkpoint)."""
@@ -619,6 +627,13 @@ def _run_filter(**filters: str | None) -> tuple[str, list[str]]:
             where.append(f"{column} GLOB ?")
             params.append(value)
     return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _damaged(path: Any, run_id: str, seq: Any, what: str) -> Exception:
+    from .opening import DamagedRun
+
+    return DamagedRun(f"run {run_id} in {path} is damaged: its events row at seq {seq} is {what}; the other runs "
+                      f"are fine (tether runs export {run_id} cannot copy it)")
 
 
 def _run(r: sqlite3.Row) -> dict:
