@@ -386,7 +386,7 @@ class Trajectory:
 
         events: list[Event] = []
         problems: list[tuple[FileLocation, str]] = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             if len(problems) >= MAX_PROBLEMS:

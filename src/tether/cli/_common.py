@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from .._terminal import clean_console, clean_text, json_text  # noqa: F401  (the one helper, re-exported)
 from ..errors import CaseFileError, UsageError
 
 
@@ -28,8 +29,9 @@ class Lang(str, enum.Enum):
     en = "en"
     zh = "zh"
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+# every printer of the CLI: control characters in data never reach the terminal (tether._terminal)
+console: Console = clean_console()
+err_console: Console = clean_console(stderr=True, soft_wrap=True)
 
 
 EXIT_INPUT = 2

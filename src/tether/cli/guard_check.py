@@ -111,4 +111,6 @@ def _print_json(trace: Path, guards: str, t: Trajectory, trips: list) -> None:
            "trips": [{"event": trip.seq, "call": calls_at.get(trip.seq, 0), "step": trip.step, "guard": trip.guard,
                       "rule": trip.verdict.rule, "verdict": trip.verdict.action, "after_stop": trip.after_stop,
                       "numbers": dict(trip.verdict.numbers), "message": trip.verdict.message} for trip in trips]}
-    print(json.dumps(doc, ensure_ascii=False, indent=2))
+    from .._terminal import json_text
+
+    print(json_text(json.dumps(doc, ensure_ascii=False, indent=2)))

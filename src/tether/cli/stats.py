@@ -54,7 +54,9 @@ def stats_command(
         db = SQLiteStore(store, read_only=True)
         m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
     if json_out:
-        typer.echo(json.dumps(m, ensure_ascii=False, indent=2))
+        from .._terminal import json_text
+
+        typer.echo(json_text(json.dumps(m, ensure_ascii=False, indent=2)))
         return
     table = Table(title=f"run metrics · {m['runs']} run(s) in {db.path}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("metric")

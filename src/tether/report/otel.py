@@ -352,7 +352,7 @@ def read_spans(text: str, *, path: str = "<otlp>") -> list[dict[str, Any]]:
     try:
         docs = [json.loads(stripped)] if stripped else []
     except json.JSONDecodeError:
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(text.split("\n"), 1):
             if line.strip():
                 try:
                     docs.append(json.loads(line))

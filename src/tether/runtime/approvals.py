@@ -170,16 +170,17 @@ class CLIApprover:
     def _prompt(self, request: ApprovalRequest) -> ApprovalDecision:
         import json
 
-        from rich.console import Console
         from rich.panel import Panel
+        from rich.text import Text
 
-        console = self.console or Console(stderr=True)
-        body = (f"[bold]要做什么[/]: {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n"
-                f"[bold]影响什么[/]: {request.affects or '见参数'}\n[bold]为什么需要你确认[/]: {request.reason}")
-        console.print(Panel(body, title=f"approval needed · run {request.run_id} · step {request.step}"))
-        from rich.markup import escape
+        from .._terminal import clean_console
 
-        ask = self.ask or (lambda prompt: console.input(escape(prompt)))   # "[a]" is not Rich markup here
+        console = self.console or clean_console(stderr=True)
+        body = Text.assemble(("要做什么", "bold"), f": {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n",
+                             ("影响什么", "bold"), f": {request.affects or '见参数'}\n",
+                             ("为什么需要你确认", "bold"), f": {request.reason}")
+        console.print(Panel(body, title=Text(f"approval needed · run {request.run_id} · step {request.step}")))
+        ask = self.ask or (lambda prompt: console.input(Text(prompt)))   # "[a]" is text, not Rich markup
         answer = ask("[a]pprove / [r]eject / [e]dit > ").strip().lower()
         if answer in ("a", "approve", "y", "yes"):
             return ApprovalDecision("approve", by="cli")

@@ -20,7 +20,10 @@ def export_run(store: Any, run_id: str) -> str:
     """The run's events as UTF-8 JSON Lines (raises UsageError for an unknown run)."""
     if store.get_run(run_id) is None:
         raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store.events(run_id))
+    from .._terminal import json_text
+
+    # C1 controls and DEL as \u escapes: the same strings read back, and a terminal shown the export obeys none
+    return json_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store.events(run_id)))
 
 
 def load_run(store: Any, run_id: str) -> Trajectory:
@@ -47,7 +50,7 @@ def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
     """A trace or export (JSON Lines) as a Trajectory, with one clear error for
     what is plainly not a trace (an empty file, a results document, a JSON
     file that is not JSON Lines) instead of one error per line."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         raise CaseFileError([(FileLocation(path), "empty: not a trace (a trace is JSON Lines, one event per line; "
                                                   "tether runs export RUN writes one)")])
