@@ -28,6 +28,7 @@ def test_yes_into_runs_import_stops_with_a_size_error(tmp_path):
     finally:
         yes.kill()
         yes.wait()
+        yes.stdout.close()
     out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     assert proc.returncode == 2, out
     assert "stdin" in out and "MB" in out, out

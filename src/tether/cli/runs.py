@@ -175,11 +175,11 @@ def import_command(
     store: StoreOpt = None,
 ) -> None:
     with user_errors():
-        if file == "-":
-            text, where = sys.stdin.read(), "<stdin>"
-        else:
-            from ..inputs import read_text
+        from ..inputs import read_stdin, read_text
 
+        if file == "-":
+            text, where = read_stdin("run export"), "<stdin>"
+        else:
             text, where = read_text(Path(file), "run export"), file
         db = SQLiteStore(store)
         if otel:
