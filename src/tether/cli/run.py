@@ -71,6 +71,7 @@ def run_command(
         enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
         spec = RunSpec(case=case, model=model, guards=guards, budget=budget, approve=tuple(approve or ()),
                        approver=approver, max_steps=max_steps)
+        spec.gate()                    # --approver checked before anything starts
         the_case = find_case(case)
         stack = spec.guards_list()
         m = resolve_model(model)
