@@ -372,6 +372,10 @@ class Trajectory:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        if path.exists() and not path.is_file():      # a device or a pipe: write to it, never replace it
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write(self.to_jsonl())
+            return path
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(self.to_jsonl(), encoding="utf-8")

@@ -94,6 +94,26 @@ def read_stdin(what: str = "input") -> str:
                               f"not UTF-8 text ({exc.reason}, byte 0x{data[exc.start]:02x})")]) from None
 
 
+def write_failed(path: str | Path, exc: OSError, what: str = "file") -> Exception:
+    """The error to raise when writing ``path`` failed: DiskFull for a full disk, else a
+    UsageError naming the file."""
+    import errno
+
+    from .errors import DiskFull
+
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return DiskFull(f"{what} {path}: the disk is full ({exc.strerror or exc}); free some space and rerun")
+    return UsageError(f"{what} {path}: cannot be written ({exc.strerror or exc})")
+
+
+def write_text(path: str | Path, text: str, what: str = "file") -> None:
+    """Write UTF-8 text; a failure names the file (a full disk is DiskFull)."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise write_failed(path, exc, what) from None
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 

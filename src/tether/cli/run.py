@@ -91,7 +91,13 @@ def finish(result, db: SQLiteStore, trace: Path | None, extra: str = "") -> None
     """Print the run and exit with the code its ending calls for."""
     render_trajectory(result.trajectory)
     if trace:
-        result.trajectory.save(trace)
+        with user_errors():
+            try:
+                result.trajectory.save(trace)
+            except OSError as exc:
+                from ..inputs import write_failed
+
+                raise write_failed(trace, exc, "--trace") from None
         console.print(f"trace: {trace}")
     pending = db.approvals(result.run_id, "pending")
     for a in pending:

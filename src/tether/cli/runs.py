@@ -158,7 +158,10 @@ def export_command(
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        output.write_text(text, encoding="utf-8")
+        with user_errors():
+            from ..inputs import write_text
+
+            write_text(output, text, "--output")
         console.print(f"wrote {output}", highlight=False)
 
 

@@ -113,12 +113,34 @@ def quick_check(db: sqlite3.Connection, path: Path) -> None:
         raise StoreError(f"store {path} is damaged ({'; '.join(' '.join(str(r).split()) for r in rows)[:200]}); {recovery(path)}")
 
 
+SQLITE_FULL, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_CORRUPT, SQLITE_NOTADB = 13, 5, 6, 11, 26
+
+
+def explain(exc: sqlite3.Error, path: Path | str) -> Exception:
+    """The error to raise for an SQLite error on the store at ``path``: a full disk
+    (:class:`~tether.errors.DiskFull`), a busy store, a damaged one (the only case
+    that advises moving the file aside), or another failure of the disk or the
+    environment (the store itself may well be fine: nothing advises deleting it)."""
+    from ..errors import DiskFull
+
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    text = str(exc)
+    if code == SQLITE_FULL or "disk is full" in text:
+        return DiskFull(f"store {path}: the disk is full (SQLITE_FULL: {text}); free some space and rerun. "
+                        "The store is not damaged: the write that failed was rolled back")
+    if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text:
+        return StoreError(f"store {path} is busy (another process holds a write lock): try again")
+    if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
+        return StoreError(f"store {path} is damaged ({text}); {recovery(Path(path))}")
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    return StoreError(f"store {path} could not be used: {text} ({name}); this says nothing of the store's "
+                      "contents: check the disk, its permissions and free space, then rerun")
+
+
 @contextlib.contextmanager
 def checked(path: Path) -> Iterator[None]:
-    """SQLite errors inside become StoreErrors naming the store."""
+    """SQLite errors inside become StoreErrors (or DiskFull) naming the store."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise StoreError(f"store {path} is busy (another process holds a write lock): try again") from None
-        raise StoreError(f"store {path} cannot be used: {exc}; {recovery(path)}") from None
+        raise explain(exc, path) from None

@@ -207,7 +207,8 @@ class SQLiteStore:
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def close(self) -> None:
@@ -221,7 +222,8 @@ class SQLiteStore:
                 self._db.execute(sql, params)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def _rows(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
@@ -368,7 +370,8 @@ class SQLiteStore:
                                      (run_id, seq, count - 1, b"".join(line + b"\n" for line in kept)))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def _db_rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -425,7 +428,8 @@ class SQLiteStore:
             self._db.execute(_INSERT_CHECKPOINT, row)
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                self._db.execute("ROLLBACK")
             raise
         return True
 
@@ -483,7 +487,8 @@ class SQLiteStore:
                 cur = self._db.execute(sql, params)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
         return cur.rowcount
 
