@@ -367,14 +367,12 @@ def _issue19_inputs(work: Path, fixture: Fixture) -> list[Hostile]:
                         ("report", ["report", "trial-huge.json", "--html", "r19.html"]),
                         ("review-export", ["review", "export", "trial-huge.json", "--out", "rv19.yaml"])):
         h.append(Hostile(f"{label}:trial-2^70", argv, ("trial-huge.json", "trial")))
-    review = (fixture.root / "review.yaml").read_text(encoding="utf-8") if (fixture.root / "review.yaml").exists() else ""
     for kind, text in (("criteria-7", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
                                       "guards: 'off', trial: 0, criteria: 7}\n"),
                        ("criteria-str", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
                                         "guards: 'off', trial: 0, criteria: nope}\n"),
                        ("trial-2^70", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
-                                      f"guards: 'off', trial: {2 ** 70}, criteria: []}}\n"),
-                       ("verdict-int", review.replace("verdict: ", "verdict: 7 #", 1) if review else "format: x\n")):
+                                      f"guards: 'off', trial: {2 ** 70}, criteria: []}}\n")):
         name = f"rv-{kind}.yaml"
         (work / name).write_text(text, encoding="utf-8")
         h.append(Hostile(f"review-import:{kind}", ["review", "import", name, "--results", "good.json", "--json",
@@ -409,7 +407,8 @@ def _issue19_inputs(work: Path, fixture: Fixture) -> list[Hostile]:
 
     for label in ("resume", "approve"):
         h.append(Hostile(f"{label}:record-names-code", [label, "h19-" + str(abs(hash("evil_model")) % 10_000),
-                                                        "--store", "evil.db"], ("meta.cli.model",),
+                                                        "--store", "evil.db"],
+                         ("meta.cli.model",) if label == "resume" else ("meta.cli.model", "pending approval"),
                          setup=setup_evil))
     h.append(Hostile("run:approver-bogus-alone", ["run", "C4-LD-01", "--approver", "bogus", "--store", "s19.db"],
                      ("--approver",)))

@@ -44,6 +44,9 @@ RESULTS_FORMAT = "tether.results"
 RESULTS_VERSION = 2
 
 
+
+MAX_TRIAL = 1_000_000     # a trial number (one eval makes at most 100,000 runs)
+
 class Counters(BaseModel):
     steps: int = 0
     tool_calls: int = 0         # executed calls (a guard's blocked or stopped calls are not counted)
@@ -60,7 +63,7 @@ class Attribution(BaseModel):
     """Failure attribution, as the seed's 失败归因 record."""
 
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     failure_type: str           # loop / deadlock / abandonment / irrational_abandonment / hallucination / ...
     manifestation: str          # 具体表现, with numbers
     root_cause: str             # 根本原因
@@ -75,7 +78,7 @@ class Attribution(BaseModel):
 
 
 class TrialResult(BaseModel):
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     verdict: Verdict
     auto_verdict: Verdict
     status: str
@@ -110,7 +113,7 @@ class TrialResult(BaseModel):
 
 class SimulatorFault(BaseModel):
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     reason: str
 
 
@@ -118,7 +121,7 @@ class ErrorTrial(BaseModel):
     """A trial left out because its run (or judge) failed."""
 
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     error_kind: str | None = None
     error: str | None = None
     run_id: str | None = None
