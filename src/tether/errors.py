@@ -15,11 +15,13 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── RunBusy                another process is driving that run (it holds the run's lease)
     │   ├── RunMissing             a results file's run is not in the store, or not the run it pinned (evals/stored.py)
     │   ├── StoreError             a store that cannot be used as given: a folder, not SQLite, damaged, read-only (store/opening.py)
+    │   │   └── DamagedRun         one run whose stored events cannot be read; the other runs go on (store/opening.py)
     │   ├── UnsafeId               an id outside the one id pattern (ids.py)
     │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)
     ├── EvalGateFailed             an eval's results missed max_errors or fail_under; carries them (evals/gates.py)
     │   ├── FailUnder              an automatic pass rate below fail_under (tether eval exits 1)
     │   └── TooManyErrors          more errored trials than max_errors (tether eval exits 4)
+    ├── DiskFull                   the disk is full (SQLITE_FULL, ENOSPC): exit 74; nothing is damaged
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   ├── ModelFailure           the model seam raised or answered garbage
     │   │   └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
@@ -64,6 +66,11 @@ class TetherError(Exception):
 
 class UsageError(TetherError):
     """The developer used tether wrongly: the message says how to fix it."""
+
+
+class DiskFull(TetherError):
+    """The disk (or the store's size limit) is full: free space and rerun. Never a
+    damaged store: no command advises moving a healthy store aside for it."""
 
 
 @dataclass

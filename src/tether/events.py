@@ -304,6 +304,13 @@ Event = Annotated[
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
+JUDGE_ROLES = ("judge", "review")
+
+
+def _judge_record(e: "Event") -> bool:
+    return isinstance(e, (ModelRequestEvent, ModelDecisionEvent)) and e.role in JUDGE_ROLES
+
+
 class Trajectory:
     """An ordered event stream with the helpers scorers and guards need."""
 
@@ -439,12 +446,23 @@ class Trajectory:
                     out.append((e, full))
         return out
 
+    def after_finish(self) -> list[Event]:
+        """Events after the first ``run_finished`` that are not judge records (the
+        judge's requests and decisions ``tether score --judge`` appends). A run's
+        own record ends with ``run_finished``: anything here was added later by
+        someone else, and ``score``, ``diff`` and ``report`` refuse the run."""
+        end = next((i for i, e in enumerate(self.events) if isinstance(e, RunFinished)), None)
+        if end is None:
+            return []
+        return [e for e in self.events[end + 1:] if not _judge_record(e)]
+
     def digest(self) -> str:
-        """sha256 of the canonical events of the run's own record, up to and
-        including its first ``run_finished`` (judge events appended later do not
-        change it): what results and exports pin a run by."""
+        """sha256 of the canonical events of the run: every event but the judge
+        records appended after ``run_finished`` (re-judging does not change it;
+        any other event, wherever it is, does): what results and exports pin a run by."""
         end = next((i for i, e in enumerate(self.events) if isinstance(e, RunFinished)), len(self.events) - 1)
-        return events_digest(e.model_dump(mode="json") for e in self.events[:end + 1])
+        own = [*self.events[:end + 1], *self.after_finish()]
+        return events_digest(e.model_dump(mode="json") for e in own)
 
     # -- files ------------------------------------------------------------
     def to_jsonl(self) -> str:
@@ -454,6 +472,10 @@ class Trajectory:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        if path.exists() and not path.is_file():      # a device or a pipe: write to it, never replace it
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write(self.to_jsonl())
+            return path
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(self.to_jsonl(), encoding="utf-8")
@@ -468,7 +490,7 @@ class Trajectory:
 
         events: list[Event] = []
         problems: list[tuple[FileLocation, str]] = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             if len(problems) >= MAX_PROBLEMS:

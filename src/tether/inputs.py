@@ -27,6 +27,7 @@ from .errors import CaseFileError, FileLocation, UsageError
 MAX_FILE_BYTES = 256 * 1024 * 1024      # a results document, a trace, a review file
 MAX_JSON_DEPTH = 64                      # objects and arrays inside each other
 MAX_PROBLEMS = 20                        # problems listed for one file; the rest are counted
+MAX_STDIN = 64 * 1024 * 1024             # what `-` (standard input) may hold
 
 
 def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -65,6 +66,52 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_FILE
         raise CaseFileError([(FileLocation(str(path), line, column),
                               f"not UTF-8 text ({exc.reason}, byte 0x{data[exc.start]:02x}); "
                               f"a {what} is UTF-8 text")]) from None
+
+
+def read_stdin(what: str = "input") -> str:
+    """Standard input as UTF-8 text, at most :data:`MAX_STDIN` bytes (read in chunks:
+    ``yes | tether runs import -`` stops at the bound, it never holds more)."""
+    import sys
+
+    limit = MAX_STDIN
+    stream = getattr(sys.stdin, "buffer", None)
+    data = bytearray()
+    while len(data) <= limit:
+        chunk = stream.read(min(1 << 20, limit + 1 - len(data))) if stream is not None else \
+            sys.stdin.read(min(1 << 18, limit + 1 - len(data))).encode("utf-8")
+        if not chunk:
+            break
+        data += chunk
+    if len(data) > limit:
+        raise UsageError(f"{what} on stdin is too large (more than {limit // (1024 * 1024)} MB); "
+                         "give a file instead, or split it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CaseFileError([(FileLocation("<stdin>", line, column),
+                              f"not UTF-8 text ({exc.reason}, byte 0x{data[exc.start]:02x})")]) from None
+
+
+def write_failed(path: str | Path, exc: OSError, what: str = "file") -> Exception:
+    """The error to raise when writing ``path`` failed: DiskFull for a full disk, else a
+    UsageError naming the file."""
+    import errno
+
+    from .errors import DiskFull
+
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return DiskFull(f"{what} {path}: the disk is full ({exc.strerror or exc}); free some space and rerun")
+    return UsageError(f"{what} {path}: cannot be written ({exc.strerror or exc})")
+
+
+def write_text(path: str | Path, text: str, what: str = "file") -> None:
+    """Write UTF-8 text; a failure names the file (a full disk is DiskFull)."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise write_failed(path, exc, what) from None
 
 
 def _refuse_constant(name: str) -> Any:

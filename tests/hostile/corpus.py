@@ -312,12 +312,123 @@ def _option_inputs(work: Path) -> list[Hostile]:
     return h
 
 
+# -- issue 19: records from elsewhere, OTel spans, numbers too big, devices ---------
+_PAYLOAD = '"><img src=x onerror=alert(1)>'
+_OSC52 = "\x1b]52;c;cHduZWQ=\x07"
+
+
+def _otlp(spans: object = None, **over: object) -> str:
+    doc: dict = {"resourceSpans": [{"resource": {"attributes": []},
+                                    "scopeSpans": [{"spans": spans if spans is not None else []}]}]}
+    doc.update(over)
+    return json.dumps(doc)
+
+
+_CHAT = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "chat m",
+         "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+
+OTEL_FILES: dict[str, str] = {
+    "rs-int": json.dumps({"resourceSpans": 7}),
+    "rs-item-int": json.dumps({"resourceSpans": [7]}),
+    "scope-str": json.dumps({"resourceSpans": [{"scopeSpans": "x"}]}),
+    "span-int": _otlp([7]),
+    "start-text": _otlp([{**_CHAT, "startTimeUnixNano": "soon"}]),
+    "attrs-dict": _otlp([{**_CHAT, "attributes": {"k": "v"}}]),
+    "attr-no-key": _otlp([{**_CHAT, "attributes": [{"value": {"stringValue": "chat"}}]}]),
+    "events-int": _otlp([{**_CHAT, "events": 3}]),
+    "trace-id-int": _otlp([{**_CHAT, "traceId": 12345}]),
+    "tokens-text": _otlp([{**_CHAT, "attributes": _CHAT["attributes"] + [
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "lots"}}]}]),
+    "resource-attrs-int": json.dumps({"resourceSpans": [{"resource": {"attributes": 5}, "scopeSpans": []}]}),
+    "huge-time": _otlp([{**_CHAT, "startTimeUnixNano": "9" * 5000}]),
+}
+
+
+def _export_lines(fixture: Fixture, edit: Callable[[list[dict]], None]) -> str:
+    events = [json.loads(line) for line in (fixture.root / "good.jsonl").read_text(encoding="utf-8").splitlines()
+              if line.strip()]
+    events[0]["run_id"] = "h19-" + str(abs(hash(edit.__name__)) % 10_000)
+    edit(events)
+    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
+
+
+def _issue19_inputs(work: Path, fixture: Fixture) -> list[Hostile]:
+    h: list[Hostile] = []
+    for kind, text in OTEL_FILES.items():
+        name = f"otel-{kind}.json"
+        (work / name).write_text(text, encoding="utf-8")
+        h.append(Hostile(f"runs-import-otel:{kind}", ["runs", "import", "--otel", name, "--store", "s19.db"], (name,)))
+    # numbers past what SQLite (or anyone) stores
+    doc = json.loads((work / "good.json").read_text(encoding="utf-8"))
+    doc["runs"][0]["cases"][0]["trials"][0]["trial"] = 2 ** 70
+    (work / "trial-huge.json").write_text(json.dumps(doc), encoding="utf-8")
+    for label, argv in (("score", ["score", "trial-huge.json", "-q"]), ("diff", ["diff", "trial-huge.json", "good.json"]),
+                        ("report", ["report", "trial-huge.json", "--html", "r19.html"]),
+                        ("review-export", ["review", "export", "trial-huge.json", "--out", "rv19.yaml"])):
+        h.append(Hostile(f"{label}:trial-2^70", argv, ("trial-huge.json", "trial")))
+    for kind, text in (("criteria-7", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
+                                      "guards: 'off', trial: 0, criteria: 7}\n"),
+                       ("criteria-str", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
+                                        "guards: 'off', trial: 0, criteria: nope}\n"),
+                       ("trial-2^70", "format: tether.review\nversion: 1\ntrials:\n- {case_id: C4-LD-01, model: m, "
+                                      f"guards: 'off', trial: {2 ** 70}, criteria: []}}\n")):
+        name = f"rv-{kind}.yaml"
+        (work / name).write_text(text, encoding="utf-8")
+        h.append(Hostile(f"review-import:{kind}", ["review", "import", name, "--results", "good.json", "--json",
+                                                   "o19.json", "-q"], (name,)))
+    # run exports from elsewhere: every field checked, code never run, markup never stored
+    def evil_model(events: list[dict]) -> None:
+        events[0]["meta"]["cli"]["model"] = "./evil.py:make"
+
+    def trial_huge(events: list[dict]) -> None:
+        events[0]["trial"] = 2 ** 70
+
+    def eval_markup(events: list[dict]) -> None:
+        events[0]["eval_id"] = "ev-x" + _PAYLOAD
+
+    def model_escape(events: list[dict]) -> None:
+        events[0]["model"] = "m" + _OSC52
+
+    (work / "evil.py").write_text("open('EVIL-RAN', 'w').write('x')\ndef make():\n    raise SystemExit(99)\n",
+                                  encoding="utf-8")
+    for edit in (trial_huge, eval_markup, model_escape):
+        name = f"x19-{edit.__name__}.jsonl"
+        (work / name).write_text(_export_lines(fixture, edit), encoding="utf-8")
+        h.append(Hostile(f"runs-import:{edit.__name__}", ["runs", "import", name, "--store", "s19.db"], (name,)))
+
+    def setup_evil(w: Path) -> None:
+        from typer.testing import CliRunner
+
+        from tether.cli import app
+
+        (w / "x19-evil.jsonl").write_text(_export_lines(fixture, evil_model), encoding="utf-8")
+        CliRunner().invoke(app, ["runs", "import", str(w / "x19-evil.jsonl"), "--store", str(w / "evil.db")])
+
+    for label in ("resume", "approve"):
+        h.append(Hostile(f"{label}:record-names-code", [label, "h19-" + str(abs(hash("evil_model")) % 10_000),
+                                                        "--store", "evil.db"],
+                         ("meta.cli.model",) if label == "resume" else ("meta.cli.model", "pending approval"),
+                         setup=setup_evil))
+    h.append(Hostile("run:approver-bogus-alone", ["run", "C4-LD-01", "--approver", "bogus", "--store", "s19.db"],
+                     ("--approver",)))
+    h.append(Hostile("runs-show:osc52-id", ["runs", "show", "x" + _OSC52, "--store", "good.db"], ("run",)))
+    if Path("/dev/full").exists():
+        h.append(Hostile("runs-export:dev-full", ["runs", "export", "p1", "--store", "good.db", "-o", "/dev/full"],
+                         ("/dev/full",)))
+    # a cassette that is not one
+    for kind, text in (("json-list", "[1, 2]"), ("format-only", '{"format": "tether.cassette", "version": 2}'),
+                       ("events-str", '{"format": "tether.cassette", "version": 2, "events": "x"}')):
+        (work / f"cas-{kind}.json").write_text(text, encoding="utf-8")
+    return h
+
+
 def build(work: Path, fixture: Fixture, *, slow: bool = False) -> list[Hostile]:
     """Every hostile invocation (the cheap ones, or with ``slow`` the costly ones too),
     its inputs written under ``work``."""
     fixture.install(work)
     cases = _file_inputs(work, FILES, slow=False) + _special_inputs(work) + _store_inputs(work, fixture)
-    cases += _option_inputs(work)
+    cases += _option_inputs(work) + _issue19_inputs(work, fixture)
     if slow:
         cases += _file_inputs(work, SLOW_FILES, slow=True)
     return cases if slow else [c for c in cases if not c.slow]

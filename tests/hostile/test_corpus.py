@@ -29,6 +29,8 @@ def _check(cases, parent: Path, work: Path, run) -> tuple[list[str], Counter]:
     per_command: Counter = Counter()
 
     def one(h):
+        if h.setup is not None:
+            h.setup(work)
         outcome = run(h.argv, work)
         return h, outcome, problems(outcome, h.names)
 
@@ -55,6 +57,7 @@ def test_hostile_corpus(hostile_fixture, sandbox):
     failures, per_command = _check(cases, parent, work, invoke)
     assert not failures, f"{len(failures)} of {len(cases)} hostile inputs mishandled:\n" + "\n".join(failures)
     assert len(per_command) >= 12, per_command
+    assert not (work / "EVIL-RAN").exists(), "a record from elsewhere ran code"
 
 
 @pytest.mark.slow

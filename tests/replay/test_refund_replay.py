@@ -199,7 +199,7 @@ async def test_the_cassette_is_readable_versioned_json(cassette_dir, refund_worl
     v = doc["versions"]
     assert v["model"] == "refund-agent" and len(v["prompt_hash"]) == 16 and len(v["tool_schema_hash"]) == 16
     assert v["code_version"]
-    assert doc["redaction"]["name"] == "tether.default" and doc["redaction"]["version"] == 1
+    assert doc["redaction"]["name"] == "tether.default" and doc["redaction"]["version"] == 2
     assert doc["canon"] == {"name": "default", "whitespace": "trim", "drop": []}
     assert doc["expected"]["status"] == "completed" and doc["expected"]["reply"] == "退款已提交，退款单号为 R900。"
 

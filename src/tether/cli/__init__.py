@@ -150,5 +150,7 @@ def main() -> None:
         if debug_enabled():
             raise
         code, message = describe(exc)
-        print(f"error {message}", file=sys.stderr)
+        from .._terminal import clean_text
+
+        print(clean_text(f"error {message}"), file=sys.stderr)
         sys.exit(code)

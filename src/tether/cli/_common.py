@@ -19,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..errors import CaseFileError, UsageError
+from .._terminal import clean_console, clean_text, json_text  # noqa: F401  (the one helper, re-exported)
+from ..errors import CaseFileError, DiskFull, UsageError
 
 
 class Lang(str, enum.Enum):
@@ -36,12 +37,14 @@ class SystemPromptMode(str, enum.Enum):
     case = "case"
     both = "both"
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+# every printer of the CLI: control characters in data never reach the terminal (tether._terminal)
+console: Console = clean_console()
+err_console: Console = clean_console(stderr=True, soft_wrap=True)
 
 
 EXIT_INPUT = 2
 EXIT_INTERNAL = 70
+EXIT_IO = 74                  # the disk is full (sysexits EX_IOERR)
 
 # Bounds of numeric options (docs/cli.md, "Limits"): past them a command refuses to start.
 MAX_TRIALS = 1_000            # --trials
@@ -57,8 +60,16 @@ def debug_enabled() -> bool:
 
 def describe(exc: BaseException) -> tuple[int, str]:
     """(exit code, one-line message) for a failure that is not a tether error."""
+    import errno
     import sqlite3
 
+    from ..errors import DiskFull
+
+    if isinstance(exc, DiskFull):
+        return EXIT_IO, str(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return EXIT_IO, (f"{exc.filename or 'a file'}: the disk is full ({exc.strerror or 'no space left'}); "
+                         "free some space and rerun")
     if isinstance(exc, CaseFileError):
         return EXIT_INPUT, "\n".join(f"{loc}: {msg}" for loc, msg in exc.problems) or str(exc)
     if isinstance(exc, UsageError):
@@ -77,13 +88,10 @@ def describe(exc: BaseException) -> tuple[int, str]:
         return EXIT_INPUT, f"{exc.filename}: permission denied"
     if isinstance(exc, OSError):
         return EXIT_INPUT, f"{exc.filename or 'I/O'}: {exc.strerror or exc}"
-    if isinstance(exc, sqlite3.DatabaseError):
-        from ..store.opening import LAST_OPENED, recovery
+    if isinstance(exc, sqlite3.Error):
+        from ..store.opening import LAST_OPENED, explain
 
-        if LAST_OPENED:
-            return EXIT_INPUT, f"store {LAST_OPENED[-1]} could not be used: {exc}; {recovery(LAST_OPENED[-1])}"
-        return EXIT_INPUT, (f"the store could not be used: {exc} (is --store / $TETHER_STORE a tether store? "
-                            "a damaged one can be moved aside; tether starts a new one)")
+        return describe(explain(exc, LAST_OPENED[-1] if LAST_OPENED else "(--store / $TETHER_STORE)"))
     if isinstance(exc, (ValueError, OverflowError)) and "integer string conversion" in str(exc):
         return EXIT_INPUT, "input has a number too long to read"
     return EXIT_INTERNAL, (f"internal error: {type(exc).__name__}: {exc} (a bug in tether: rerun with --debug "
@@ -102,6 +110,9 @@ def user_errors() -> Iterator[None]:
     except UsageError as exc:
         err_console.print(Text.assemble(("error ", "bold red"), str(exc)), highlight=False)
         raise typer.Exit(2) from None
+    except DiskFull as exc:
+        err_console.print(Text.assemble(("error ", "bold red"), str(exc)), highlight=False)
+        raise typer.Exit(EXIT_IO) from None
     except (typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:

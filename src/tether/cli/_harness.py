@@ -99,11 +99,11 @@ class RunSpec:
         return f"{self.guards}+budget" if self.budget else self.guards
 
     def gate(self, approver: str | None = None) -> ApprovalGate | None:
+        name = approver or self.approver
+        if name not in APPROVERS:          # checked even when no tool needs approval: a typo is never ignored
+            raise UsageError(f"--approver {name!r}: use one of {', '.join(APPROVERS)}")
         if not self.approve:
             return None
-        name = approver or self.approver
-        if name not in APPROVERS:
-            raise UsageError(f"--approver {name!r}: use one of {', '.join(APPROVERS)}")
         rule = ApprovalRule(tuple(self.approve), f"tools matching {', '.join(self.approve)} need approval (--approve)")
         chosen = {"deferred": DeferredApprover(), "cli": CLIApprover(), "deny": PolicyApprover("reject"),
                   "allow": PolicyApprover("approve")}[name]

@@ -141,7 +141,9 @@ def _print_json(trace: Path, guards: str, t: Trajectory, trips: list) -> None:
            "trips": [{"event": trip.seq, "call": calls_at.get(trip.seq, 0), "step": trip.step, "guard": trip.guard,
                       "rule": trip.verdict.rule, "verdict": trip.verdict.action, "after_stop": trip.after_stop,
                       "numbers": dict(trip.verdict.numbers), "message": trip.verdict.message} for trip in trips]}
-    print(json.dumps(doc, ensure_ascii=False, indent=2))
+    from .._terminal import json_text
+
+    print(json_text(json.dumps(doc, ensure_ascii=False, indent=2)))
 
 
 def outcome_line(t: Trajectory) -> str:
@@ -194,7 +196,9 @@ def _print_many(where: str, guards: str, checks: list[RunCheck], as_json: bool) 
                "stopped": [{"run": c.source, "guard": c.stopped.guard, "rule": c.stopped.verdict.rule,
                             "verdict": c.stopped.verdict.action, "step": c.stopped.step, "calls": c.calls}
                            for c in stopped]}
-        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        from .._terminal import json_text
+
+        print(json_text(json.dumps(doc, ensure_ascii=False, indent=2)))
         return
     console.print(f"{where}: {len(read)} run(s), guards {guards}: {len(tripped)} with a trip, "
                   f"{len(stopped)} would have been stopped", highlight=False)

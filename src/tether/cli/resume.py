@@ -18,6 +18,7 @@ from ..store import open_store
 from ..store.protocol import Store
 from ._common import console, user_errors
 from ._harness import RunSpec, find_case
+from ._trust import TRUST_ENV, record_case, record_model
 from .run import finish
 
 RESUME_HELP = """Continue a stored run from its last checkpoint: after a crash, a kill, or a pause for approval.
@@ -25,6 +26,10 @@ RESUME_HELP = """Continue a stored run from its last checkpoint: after a crash, 
 Side effects that completed before the interruption are answered from the ledger and never
 re-run; one whose outcome is unknown goes through the tool's status query or idempotency key,
 or the run ends as `unknown` (never a blind retry). Exit codes as for `tether run`.
+
+A run's record is data: its model and case are used when they are built-in (policy:, openai:, anthropic:,
+a suite case id); a model or case file that is code (module:attr, file.py:attr, a case file) needs
+--model / --case, or --trust for a record you trust (or $TETHER_TRUSTED_SPECS).
 
 Examples:
 
@@ -57,10 +62,17 @@ Examples:
 """
 
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="continue with this model spec (default: the "
+                                                 "run's, when it is a built-in one or trusted)")]
+CaseOpt = Annotated[Optional[str], typer.Option("--case", help="continue with this case id or file (default: the run's, "
+                                                "when it is a built-in case or trusted)")]
+TrustOpt = Annotated[bool, typer.Option("--trust", help="use the model and case files the run's record names even "
+                                        f"when they are code (only for records you trust; or ${TRUST_ENV})")]
 
 
 def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None, agent: str | None = None,
-              tools: str | None = None) -> None:
+              tools: str | None = None, *, model_spec: str | None = None, case_ref: str | None = None,
+              trust: bool = False) -> None:
     with user_errors():
         run = db.get_run(run_id)
         if run is None:
@@ -74,8 +86,8 @@ def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None, 
                              "name the agent that continues it: tether resume RUN --agent MODULE:FACTORY "
                              "[--tools MODULE:FACTORY]")
         spec = RunSpec.from_meta(run["meta"])
-        case = find_case(spec.case)
-        model = resolve_model(spec.model)
+        case = find_case(record_case(run_id, spec.case, case_ref, trust))
+        model = resolve_model(record_model(run_id, spec.model, model_spec, trust))
         tools, user = case_world(case, seed=0)
         config = RunConfig(store=db, approvals=spec.gate(approver), meta=run["meta"],
                            max_steps=spec.max_steps or case.max_steps, system_prompt=REFERENCE_SYSTEM_PROMPT,
@@ -125,8 +137,12 @@ def resume_command(
     trace: Annotated[Optional[Path], typer.Option(help="save the whole trace (JSON Lines) here")] = None,
     agent: Annotated[Optional[str], typer.Option(help="the agent that continues the run (module:factory or path/to/file.py:factory), for a run not started by `tether run`")] = None,
     tools: Annotated[Optional[str], typer.Option(help="its tools (module:factory returning a ToolSet); default: the run's case")] = None,
+    model: ModelOpt = None,
+    case: CaseOpt = None,
+    trust: TrustOpt = False,
 ) -> None:
-    _continue(open_store(store), run_id, approver, trace, agent, tools)
+    _continue(open_store(store), run_id, approver, trace, agent, tools, model_spec=model, case_ref=case,
+              trust=trust)
 
 
 def approve_command(
@@ -141,6 +157,9 @@ def approve_command(
     resume: Annotated[bool, typer.Option("--resume/--no-resume", help="continue the run after deciding")] = True,
     approver: Annotated[Optional[str], typer.Option(help="who approves further calls when the run continues: deferred, cli, deny, allow")] = None,
     store: StoreOpt = None,
+    model: ModelOpt = None,
+    case: CaseOpt = None,
+    trust: TrustOpt = False,
 ) -> None:
     db = open_store(store)
     with user_errors():
@@ -173,6 +192,10 @@ def approve_command(
         if by is not None and not by.strip():
             raise UsageError("--by '': say who decides (a name is recorded with the decision)")
         who = by or os.environ.get("USER") or "cli"
+        if resume:         # refuse an untrusted recipe before a decision is recorded
+            recipe = RunSpec.from_meta(db.get_run(run_id)["meta"])
+            record_case(run_id, recipe.case, case, trust)
+            record_model(run_id, recipe.model, model, trust)
         db.expire_approvals(run_id)
         if not db.decide_approval(a["id"], status, who, note, new_args):     # compare-and-set: one decider wins
             now = db.get_approval(a["id"]) or {}
@@ -184,4 +207,4 @@ def approve_command(
     console.print(f"{a['id']}: {status} by {who} · {a['tool']}({a['arguments']})"
                   + (f" -> {new_args}" if new_args is not None else ""), highlight=False)
     if resume:
-        _continue(db, run_id, approver, None)
+        _continue(db, run_id, approver, None, model_spec=model, case_ref=case, trust=trust)

@@ -72,6 +72,7 @@ def run_command(
         enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
         spec = RunSpec(case=case, model=model, guards=guards, budget=budget, approve=tuple(approve or ()),
                        approver=approver, max_steps=max_steps)
+        spec.gate()                    # --approver checked before anything starts
         the_case = find_case(case)
         stack = spec.guards_list()
         m = resolve_model(model)
@@ -91,7 +92,13 @@ def finish(result, db: Store, trace: Path | None, extra: str = "") -> None:
     """Print the run and exit with the code its ending calls for."""
     render_trajectory(result.trajectory)
     if trace:
-        result.trajectory.save(trace)
+        with user_errors():
+            try:
+                result.trajectory.save(trace)
+            except OSError as exc:
+                from ..inputs import write_failed
+
+                raise write_failed(trace, exc, "--trace") from None
         console.print(f"trace: {trace}")
     pending = db.approvals(result.run_id, "pending")
     for a in pending:

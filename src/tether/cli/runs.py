@@ -37,6 +37,14 @@ def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
             for row in (header, *rows)]
 
 
+def _model(run: dict) -> str:
+    """The run's model, and the spec its resume recipe names when that is another one
+    (a user model named otherwise, or an edited record: both are shown, never one for the other)."""
+    cli = run.get("meta", {}).get("cli")
+    recipe = cli.get("model") if isinstance(cli, dict) else None
+    return run["model"] if recipe in (None, run["model"]) else f"{run['model']} (resumes as {recipe})"
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -80,7 +88,7 @@ def list_runs(
     for r in runs:
         ckpts, waiting = counts.get(r["run_id"], (0, 0))
         rows.append((r["run_id"], r["kind"], r["status"] + (f" ({r['error_kind']})" if r.get("error_kind") else ""),
-                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", r["model"],
+                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", _model(r),
                      r["guards"], _when(r["updated"])[5:16], str(ckpts),
                      f"{waiting} approval(s)" if waiting else ""))
     # one line per run, never folded (grep-able; a narrow terminal wraps the line, not the cells)
@@ -116,7 +124,7 @@ def show_run(
     ckpt = db.latest_checkpoint(run_id)
     console.print(f"run {run_id} · {run['kind']} · {run['status']}"
                   + (f" ({run['error_kind']})" if run.get("error_kind") else "")
-                  + f" · case {run['case_id'] or '-'} · model {run['model']} · guards {run['guards']}"
+                  + f" · case {run['case_id'] or '-'} · model {_model(run)} · guards {run['guards']}"
                   + (f" · eval {run['eval_id']} trial {run['trial']}" if run["eval_id"] else ""), highlight=False)
     console.print(f"created {_when(run['created'])} · updated {_when(run['updated'])} · "
                   f"{db.checkpoint_count(run_id)} checkpoint(s)"
@@ -158,12 +166,15 @@ def export_command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
 ) -> None:
     with user_errors():
-        text = export_run(open_store(store), run_id)
+        text = export_run(open_store(store, read_only=True), run_id)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        output.write_text(text, encoding="utf-8")
+        with user_errors():
+            from ..inputs import write_text
+
+            write_text(output, text, "--output")
         console.print(f"wrote {output}", highlight=False)
 
 
@@ -180,11 +191,11 @@ def import_command(
     store: StoreOpt = None,
 ) -> None:
     with user_errors():
-        if file == "-":
-            text, where = sys.stdin.read(), "<stdin>"
-        else:
-            from ..inputs import read_text
+        from ..inputs import read_stdin, read_text
 
+        if file == "-":
+            text, where = read_stdin("run export"), "<stdin>"
+        else:
             text, where = read_text(Path(file), "run export"), file
         db = open_store(store)
         if otel:
@@ -213,4 +224,4 @@ def export_otel_command(
     from ..report.otel import export_stored_run
 
     with user_errors():
-        console.print(export_stored_run(open_store(store), run_id, file), highlight=False, soft_wrap=True)
+        console.print(export_stored_run(open_store(store, read_only=True), run_id, file), highlight=False, soft_wrap=True)

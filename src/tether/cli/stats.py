@@ -53,7 +53,9 @@ def stats_command(
         db = open_store(store, read_only=True)
         m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
     if json_out:
-        typer.echo(json.dumps(m, ensure_ascii=False, indent=2))
+        from .._terminal import json_text
+
+        typer.echo(json_text(json.dumps(m, ensure_ascii=False, indent=2)))
         return
     table = Table(title=f"run metrics · {m['runs']} run(s) in {db.where}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("metric")
@@ -70,5 +72,6 @@ def stats_command(
             shown = f"{value:g}"
         table.add_row(LABELS[key], shown)
     console.print(table)
-    console.print(f"  left out: {m['errors']} error run(s), {m['running']} still running", style="dim",
-                  highlight=False)
+    console.print(f"  left out: {m['errors']} error run(s), {m['running']} still running"
+                  + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else ""),
+                  style="dim", highlight=False)

@@ -104,7 +104,7 @@ def list_baselines(directory: str | Path = DEFAULT_DIR) -> list[BaselineEntry]:
     from ..inputs import capped, loads_json, read_text
 
     entries, problems = [], []
-    for lineno, line in enumerate(read_text(path, "baseline history").splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path, "baseline history").split("\n"), start=1):
         if not line.strip():
             continue
         try:

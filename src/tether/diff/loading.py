@@ -63,6 +63,9 @@ def load_input(path: str | Path, *, store: Any = None) -> ResultsFile | Trajecto
     trajectory = read_trace(text, path=str(path))
     if trajectory.started is None:
         raise CaseFileError([(FileLocation(str(path), 1), "neither a results document nor a trace (no run_started event)")])
+    from ..evals.stored import check_closed
+
+    check_closed(trajectory, trajectory.started.run_id, str(path))
     return trajectory
 
 

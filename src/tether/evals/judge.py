@@ -326,7 +326,7 @@ class JudgeCache:
         if self._answers is None:
             self._answers = {}
             if self.path.exists():
-                for line in self.path.read_text(encoding="utf-8").splitlines():
+                for line in self.path.read_text(encoding="utf-8").split("\n"):
                     try:
                         row = json.loads(line)
                         self._answers[row["key"]] = row["answer"]

@@ -44,6 +44,9 @@ RESULTS_FORMAT = "tether.results"
 RESULTS_VERSION = 2
 
 
+
+MAX_TRIAL = 1_000_000     # a trial number (one eval makes at most 100,000 runs)
+
 class Counters(BaseModel):
     steps: int = 0
     tool_calls: int = 0         # executed calls (a guard's blocked or stopped calls are not counted)
@@ -62,7 +65,7 @@ class Attribution(BaseModel):
     """Failure attribution, as the seed's 失败归因 record."""
 
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     failure_type: str           # loop / deadlock / abandonment / irrational_abandonment / hallucination / ...
     manifestation: str          # 具体表现, with numbers
     root_cause: str             # 根本原因
@@ -77,7 +80,7 @@ class Attribution(BaseModel):
 
 
 class TrialResult(BaseModel):
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     verdict: Verdict
     auto_verdict: Verdict
     status: str
@@ -112,7 +115,7 @@ class TrialResult(BaseModel):
 
 class SimulatorFault(BaseModel):
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     reason: str
 
 
@@ -120,7 +123,7 @@ class ErrorTrial(BaseModel):
     """A trial left out because its run (or judge) failed."""
 
     case_id: str
-    trial: int
+    trial: int = Field(ge=0, le=MAX_TRIAL)
     error_kind: str | None = None
     error: str | None = None
     run_id: str | None = None

@@ -279,11 +279,15 @@ def read_review(path: str | Path) -> list[ReviewEntry]:
             problems.append((FileLocation(where, _line(tnode), field=f"trials.{i}"), "must be a mapping"))
             continue
         missing = [k for k in ("case_id", "model", "guards", "trial") if tr.get(k) is None]
-        if missing or not isinstance(tr.get("trial"), int):
+        if missing or not isinstance(tr.get("trial"), int) or not 0 <= tr["trial"] <= 1_000_000:
             problems.append((FileLocation(where, _line(tnode), field=f"trials.{i}"),
                              f"missing or bad {', '.join(missing) or 'trial'} (keep the keys the export wrote)"))
             continue
         cnodes = _child(tnode, "criteria")
+        if not isinstance(tr.get("criteria") or [], list):
+            problems.append((FileLocation(where, _line(cnodes or tnode), field=f"trials.{i}.criteria"),
+                             "must be a list of criteria (keep what the export wrote)"))
+            continue
         for j, cr in enumerate(tr.get("criteria") or []):
             cnode = _child(cnodes, j)
             field = f"trials.{i}.criteria.{j}"

@@ -127,6 +127,17 @@ def open_runs(results: Results, results_path: str | Path | None = None, *,
                      "(tether runs import FILE)")
 
 
+def check_closed(t: Trajectory, run_id: str, who: str = "") -> None:
+    """Refuse a run with events after its ``run_finished`` (other than judge records):
+    a record ends there, and scoring what was appended would flip its verdict."""
+    extra = t.after_finish()
+    if extra:
+        first = extra[0]
+        raise RunMissing(f"{who + ': ' if who else ''}run {run_id} has {len(extra)} event(s) after run_finished "
+                         f"(first: {first.type} at seq {first.seq}); a run's record ends with run_finished, "
+                         "so it is refused (was it edited or imported from elsewhere?)")
+
+
 def load_trial(source: RunSource, trial: TrialResult, *, label: str = "") -> Trajectory:
     """The trial's run, checked against the digest the results pinned.
     Raises RunMissing saying which run and how to fix it."""
@@ -142,6 +153,7 @@ def load_trial(source: RunSource, trial: TrialResult, *, label: str = "") -> Tra
                          "evaluation wrote to (--store PATH) or import the run there "
                          f"(tether runs export {trial.run_id} > run.jsonl, then tether runs import run.jsonl)")
     t = source.load(trial.run_id)
+    check_closed(t, trial.run_id, who)
     if trial.digest and t.digest() != trial.digest:
         raise RunMissing(f"{who}: run {trial.run_id} in the {source.where} is not the run these results "
                          f"were made from (digest {t.digest()[:12]}, the results pinned {trial.digest[:12]}); "

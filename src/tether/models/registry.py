@@ -86,6 +86,34 @@ def _importable(name: str) -> bool:
         return False
 
 
+def untrusted_reason(spec: str) -> str | None:
+    """Why ``spec``, read from a record (a stored or imported run), must not be
+    resolved without the user's say-so; None for a built-in spec that runs no
+    code of the record's choosing and sends no key to a host it names.
+
+    Code: a ``module:attr`` or ``file.py:attr`` spec (importing runs it), or a
+    prefix nobody registered. A key: ``openai-compat:URL`` with a URL that is
+    not loopback (the request carries $OPENAI_COMPAT_API_KEY)."""
+    if not isinstance(spec, str) or not spec:
+        return "it is not a model spec"
+    _builtin()
+    prefix, sep, rest = spec.partition(":")
+    if not sep or prefix not in _FACTORIES:
+        if sep and ("." in prefix or "/" in prefix or "\\" in prefix):
+            return "it names code to import and call (module:attribute or file.py:attribute)"
+        return "no built-in model has that prefix"
+    if prefix == "openai-compat":
+        from urllib.parse import urlsplit
+
+        try:
+            host = (urlsplit(rest.partition("#")[0]).hostname or "").lower()
+        except ValueError:
+            host = ""
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            return "it sends $OPENAI_COMPAT_API_KEY to a host the record names"
+    return None
+
+
 def _user_model(spec: str) -> Model:
     """``module:factory`` or ``file.py:factory`` from the user's code."""
     from ..errors import UsageError

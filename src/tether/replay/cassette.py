@@ -352,14 +352,16 @@ class Cassette(_Strict):
 
     @classmethod
     def from_json(cls, text: str, *, path: str = "<cassette>") -> "Cassette":
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError([(FileLocation(path, exc.lineno, exc.colno), f"not JSON: {exc.msg}")]) from None
+        from ..inputs import loads_json
+
+        raw = loads_json(text, path)         # bounded: depth, NaN, numbers too long; errors name the file
         if not isinstance(raw, dict) or raw.get("format") != CASSETTE_FORMAT:
             raise CaseFileError([(FileLocation(path, field="format"), f"not a tether cassette (format must be {CASSETTE_FORMAT!r})")])
         version = raw.get("version")
-        if isinstance(version, int) and version > CASSETTE_VERSION:
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise CaseFileError([(FileLocation(path, field="version"), f"version must be a whole number, got "
+                                                                       f"{type(version).__name__}")])
+        if version > CASSETTE_VERSION:
             raise CaseFileError([(FileLocation(path, field="version"),
                                   f"cassette version {version} is newer than this tether ({CASSETTE_VERSION})")])
         if version == 1:
@@ -374,8 +376,12 @@ class Cassette(_Strict):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Cassette":
+        """Read a cassette file: a missing file, a folder or a device (/dev/zero), a file
+        too large, text that is not UTF-8 or not a cassette: each a clear error naming it."""
+        from ..inputs import read_text
+
         path = Path(path)
-        return cls.from_json(path.read_text(encoding="utf-8"), path=str(path))
+        return cls.from_json(read_text(path, "cassette"), path=str(path))
 
 
 def _system_prompt(t: Trajectory) -> str | None:

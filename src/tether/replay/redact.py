@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 REDACTED = "[REDACTED]"
 RULESET_NAME = "tether.default"
-RULESET_VERSION = 1
+RULESET_VERSION = 2          # 2: cards, IBANs, SSNs, AWS secret keys, more phones, any-script e-mail (issue 19)
 
 # Keys whose whole value is a secret (compared lower-cased, "_" read as "-").
 SECRET_KEYS = frozenset({
@@ -58,6 +58,16 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("github_token", re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
     ("slack_token", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("google_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
+    # an AWS secret access key: 40 characters of base64, upper and lower case and a digit (a hex hash has no
+    # upper case); anywhere, with or without its key name
+    ("aws_secret_key", re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+                                  r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")),
+    # prose and YAML-ish "password: x", "secret = y" (any length, one word)
+    ("named_secret", re.compile(r"(?i)((?<![A-Za-z0-9_-])(?:password|passwd|pwd|passphrase|secret|api[-_ ]?key|"
+                                r"access[-_ ]?key|secret[-_ ]?key|token)\s*[:=]\s*)(?!\[REDACTED\])([^\s,;\"'}\]]+)")),
+    # a Cookie / Set-Cookie header in the middle of a line: its name=value pairs
+    ("cookie_inline", re.compile(r"(?i)((?<![A-Za-z0-9-])(?:set-)?cookie\s*:\s*)(?!\[REDACTED\])"
+                                 r"([^\s=;,\"]+=[^\s;,\"]*(?:;\s*[^\s=;,\"]+=[^\s;,\"]*)*)")),
 ]
 
 # Phone numbers pseudonymized (``phone-001``): the formats covered, each with an
@@ -65,8 +75,15 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # listed format (a bare 10-digit run without separators or a "+": an order
 # number looks the same) is left as it is: declare it under ``ids`` if you need it.
 PHONE_FORMATS: list[tuple[str, str, str]] = [
-    ("China mobile: optional +86 / 86, optional spaces or dashes",
-     r"(?<![0-9A-Za-z+])(?:\+?86[- ]?)?1[3-9]\d[- ]?\d{4}[- ]?\d{4}(?![0-9A-Za-z])", "+86 138-1234-5678"),
+    ("China mobile: optional +86 / 86, optional spaces, dashes or dots",
+     r"(?<![0-9A-Za-z+.])(?:\+?86[- ]?)?1[3-9]\d[- .]?\d{4}[- .]?\d{4}(?![0-9A-Za-z]|\.\d)", "+86 138-1234-5678"),
+    ("China landline: area code 0 + 2-3 digits (in parentheses, or then a dash or space), 7-8 digits, "
+     "an extension allowed: 010-62345678, (0755) 8765 4321, 0755-87654321",
+     r"(?<![0-9A-Za-z+.-])(?:\(0\d{2,3}\) ?|0\d{2,3}[- ])\d{3,4}[- ]?\d{4}(?:-\d{1,5})?(?![0-9A-Za-z]|[.-]\d)",
+     "010-62345678"),
+    ("UK national format, with its spaces: 020 7946 0958, 0161 496 0000, 01632 960001, 07700 900123",
+     r"(?<![0-9A-Za-z+.-])0(?:\d{2} \d{4} \d{4}|\d{3} \d{3} \d{4}|\d{4} \d{5,6})(?![0-9A-Za-z]|[.-]\d)",
+     "020 7946 0958"),
     ("North American with +1: +1 (555) 123-4567, +1 555 123 4567, +1-555-123-4567, +15551234567",
      r"(?<![0-9A-Za-z+])\+1[ .-]?(?:\(\d{3}\)|\d{3})[ .-]?\d{3}[ .-]?\d{4}(?![0-9A-Za-z])", "+1 (555) 123-4567"),
     ("North American with a trunk 1: 1-555-123-4567, 1 (555) 123-4567, 1.555.123.4567",
@@ -83,9 +100,36 @@ PHONE_FORMATS: list[tuple[str, str, str]] = [
 # Built-in personal data, in priority order (an ID number is not read as a phone).
 _BUILTIN_PII: list[tuple[str, str]] = [
     ("cnid", r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"),
-    ("email", r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9])"),
+    # IBAN: country, check digits, 11-30 letters and digits (groups of 4 may be spaced); mod-97 checked
+    ("iban", r"(?<![0-9A-Za-z])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![0-9A-Za-z])"),
+    # payment card: 13-19 digits, bare or in groups of 4 (Amex 4-6-5); Luhn checked
+    ("card", r"(?<![0-9A-Za-z+.-])(?:\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{1,7}|\d{4}[ -]\d{6}[ -]\d{5}|\d{13,19})"
+             r"(?![0-9A-Za-z]|[.-]\d)"),
+    # US social security number: AAA-GG-SSSS, never 000 / 666 / 9xx, 00, 0000
+    ("ssn", r"(?<![0-9A-Za-z-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![0-9A-Za-z]|-\d)"),
+    # e-mail, any script: josé@exämple.de, 用户@例子.中国
+    ("email", r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?!\w)"),
     ("phone", "|".join(f"(?:{pattern})" for _, pattern, _ in PHONE_FORMATS)),
 ]
+
+
+def _luhn(value: str) -> bool:
+    digits = [int(c) for c in value if c.isdigit()]
+    total = sum(d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(reversed(digits)))
+    return 13 <= len(digits) <= 19 and total % 10 == 0
+
+
+def _iban(value: str) -> bool:
+    compact = value.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+# A match of these kinds is personal data only when its checksum holds (else it is left as it is).
+CHECKED: dict[str, Any] = {"card": _luhn, "iban": _iban}
+_BUILTIN_KINDS = ("cnid", "iban", "card", "ssn", "email", "phone")
 
 
 class RedactionRules(BaseModel):
@@ -123,7 +167,7 @@ class Redactor:
         self._groups = {f"k{i}": k for i, (k, _) in enumerate(kinds)}
         alternatives = []
         for i, (kind, pat) in enumerate(kinds):
-            wrapped = pat if kind in ("cnid", "email", "phone") and rules.pii else \
+            wrapped = pat if kind in _BUILTIN_KINDS and rules.pii else \
                 rf"(?<![A-Za-z0-9_])(?:{pat})(?![A-Za-z0-9_])"
             alternatives.append(f"(?P<k{i}>{wrapped})")
         self._pii = re.compile("|".join(alternatives)) if alternatives else None
@@ -186,7 +230,7 @@ class Redactor:
     def _pii_sub(self, m: re.Match[str]) -> str:
         real = m.group(0)
         kind = next(k for g, k in self._groups.items() if m.group(g) is not None)
-        if self._is_pseudonym.fullmatch(real):
+        if self._is_pseudonym.fullmatch(real) or (kind in CHECKED and not CHECKED[kind](real)):
             return real
         key = (kind, _identity(kind, real))
         if key not in self.mapping:
@@ -204,6 +248,10 @@ def _identity(kind: str, real: str) -> str:
         if len(digits) == 11 and re.match(r"\+1(?!\d{2}\d{9}$)|1[ .(-]", real):    # +1 / trunk 1: North American
             return digits[1:]
         return digits
+    if kind in ("card", "ssn"):
+        return re.sub(r"\D", "", real)
+    if kind == "iban":
+        return real.replace(" ", "").upper()
     if kind in ("email", "cnid"):
         return real.casefold()
     return real
@@ -303,7 +351,9 @@ def _scan_text(text: str, label: str, include_pii: bool) -> list[SecretFinding]:
     if include_pii:
         for kind, pat in _BUILTIN_PII:
             for m in re.finditer(pat, text):
-                if not re.fullmatch(r"(?:email|phone|cnid)-\d{3,}(?:@example\.invalid)?", m.group(0)):
+                if kind in CHECKED and not CHECKED[kind](m.group(0)):
+                    continue
+                if not re.fullmatch(r"(?:email|phone|cnid|card|iban|ssn)-\d{3,}(?:@example\.invalid)?", m.group(0)):
                     add(kind, m.start(), m.group(0))
     return sorted(set(found), key=lambda f: f.where)
 

@@ -65,13 +65,27 @@ def compute(store: Any, runs: list[dict] | None = None, **filters: Any) -> dict[
     """The run metrics of the store's runs matching ``filters`` (``since``, ``model``,
     ``case``, ``kind``, ``eval_id``, ``q``): aggregate queries over the metrics each
     run's row keeps (store/facts.py), whatever the store's size. Given ``runs``
-    (rows), the metrics of those runs, from their events."""
+    (rows), the metrics of those runs, from their events; a damaged run is left out
+    and named."""
+    from ..store.opening import DamagedRun
+
     if runs is None:
         names = {"case": "case_id"}
-        return store.run_metrics(**{names.get(k, k): v for k, v in filters.items()})
-    facts = [run_facts(r, store.events(r["run_id"])) for r in runs if r["status"] not in ("running", "error")]
-    return summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
-                     running=sum(1 for r in runs if r["status"] == "running"))
+        out = store.run_metrics(**{names.get(k, k): v for k, v in filters.items()})
+        out.setdefault("damaged", [])
+        return out
+    facts, damaged = [], []
+    for r in runs:
+        if r["status"] in ("running", "error"):
+            continue
+        try:
+            facts.append(run_facts(r, store.events(r["run_id"])))
+        except DamagedRun:              # one damaged run is left out and counted; the others are measured
+            damaged.append(r["run_id"])
+    out = summarize(facts, errors=sum(1 for r in runs if r["status"] == "error"),
+                    running=sum(1 for r in runs if r["status"] == "running"))
+    out["damaged"] = damaged
+    return out
 
 
 def summarize(facts: list[dict[str, Any]], *, errors: int = 0, running: int = 0) -> dict[str, Any]:

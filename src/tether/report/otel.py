@@ -374,16 +374,15 @@ def _id(raw: str | None) -> str:
 def read_spans(text: str, *, path: str = "<otlp>") -> list[dict[str, Any]]:
     """Spans of an OTLP JSON document (or JSON Lines of them) as plain dicts."""
     docs: list[Any] = []
+    from ..inputs import loads_json
+
     stripped = text.strip()
     try:
-        docs = [json.loads(stripped)] if stripped else []
-    except json.JSONDecodeError:
-        for lineno, line in enumerate(text.splitlines(), 1):
+        docs = [loads_json(stripped, path)] if stripped else []
+    except CaseFileError:
+        for lineno, line in enumerate(text.split("\n"), 1):
             if line.strip():
-                try:
-                    docs.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise CaseFileError([(FileLocation(path, lineno, exc.colno), f"not JSON: {exc.msg}")]) from None
+                docs.append(loads_json(line, path, line=lineno))
     spans = []
     for doc in docs:
         if not isinstance(doc, dict) or "resourceSpans" not in doc:
@@ -632,10 +631,23 @@ def _trajectory(trace_id: str, group: list[dict[str, Any]], chats: list[dict[str
 
 
 def import_otlp(store: Any, text: str, *, path: str = "<otlp>") -> list[tuple[str, bool]]:
-    """Store each trace of an OTLP JSON file as a run (kind ``import``): [(run id, new)]."""
+    """Store each trace of an OTLP JSON file as a run (kind ``import``): [(run id, new)].
+    A file shaped otherwise than OTLP JSON (a list where an object belongs, a time that
+    is not a number, an attribute without a key) is a CaseFileError naming it."""
+    from pydantic import ValidationError
+
     from ..store.export import import_run
 
-    runs = trajectories_from_spans(read_spans(text, path=path))
+    try:
+        runs = trajectories_from_spans(read_spans(text, path=path))
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, ValidationError) as exc:
+        if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+            why = "a number too long to read"
+        else:
+            why = f"{type(exc).__name__}: {str(exc)[:160]}"
+        raise CaseFileError([(FileLocation(path), f"not OTLP JSON spans as tether reads them ({why}); "
+                                                  "expected {\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": [...]}]}]}")]) \
+            from None
     if not runs:
         raise CaseFileError([(FileLocation(path), "no GenAI chat spans (gen_ai.operation.name = chat) and no "
                                                   "OpenInference LLM spans in this file")])

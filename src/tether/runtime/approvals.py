@@ -118,25 +118,70 @@ class CallbackApprover:
         return out
 
 
-async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any, cancel: Any = None) -> Any:
     """Run a blocking ``fn`` in a daemon thread: when the caller stops waiting
-    (a timeout), the thread is abandoned and never keeps the process alive."""
+    (a timeout), ``cancel`` (a threading.Event, if given) is set so ``fn`` can
+    stop, and the thread never keeps the process alive."""
     import threading
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
+
+    def deliver(setter: Callable[[], Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(setter)
+        except RuntimeError:          # the loop is closed: nobody waits any more
+            pass
 
     def work() -> None:
         try:
             result = fn(*args)
         except BaseException as exc:  # delivered to the waiting task
             error = exc
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_exception(error))
+            deliver(lambda: future.done() or future.set_exception(error))
         else:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
+            deliver(lambda: future.done() or future.set_result(result))
 
     threading.Thread(target=work, daemon=True, name="tether-approver").start()
-    return await future
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if cancel is not None:
+            cancel.set()
+        raise
+
+
+class _Abandoned(Exception):
+    """The approval prompt's caller stopped waiting (a timeout)."""
+
+
+def read_line(cancel: Any, poll_s: float = 0.1) -> str | None:
+    """One line from the terminal, read from the file descriptor (unbuffered) while
+    watching ``cancel``: a prompt whose approval timed out stops reading, and no
+    thread is left inside the buffered ``sys.stdin`` (which made the interpreter
+    abort at exit: "Fatal Python error", exit 134). None where stdin has no
+    descriptor to poll (the caller falls back to ``input``)."""
+    import os
+    import select
+    import sys
+
+    try:
+        fd = sys.stdin.fileno()
+        select.select([fd], [], [], 0)
+    except (AttributeError, ValueError, OSError, TypeError):
+        return None
+    data = b""
+    while b"\n" not in data:
+        if cancel.is_set():
+            raise _Abandoned()
+        ready, _, _ = select.select([fd], [], [], poll_s)
+        if not ready:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:                 # end of input: no answer
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
 @dataclass
@@ -165,26 +210,41 @@ class CLIApprover:
     ask: Callable[[str], str] | None = None   # injectable for tests
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await in_daemon_thread(self._prompt, request)
+        import threading
 
-    def _prompt(self, request: ApprovalRequest) -> ApprovalDecision:
+        cancel = threading.Event()
+        return await in_daemon_thread(self._prompt, request, cancel, cancel=cancel)
+
+    def _prompt(self, request: ApprovalRequest, cancel: Any = None) -> ApprovalDecision:
         import json
 
-        from rich.console import Console
         from rich.panel import Panel
+        from rich.text import Text
 
-        console = self.console or Console(stderr=True)
-        body = (f"[bold]要做什么[/]: {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n"
-                f"[bold]影响什么[/]: {request.affects or '见参数'}\n[bold]为什么需要你确认[/]: {request.reason}")
-        console.print(Panel(body, title=f"approval needed · run {request.run_id} · step {request.step}"))
-        from rich.markup import escape
+        from .._terminal import clean_console
 
-        ask = self.ask or (lambda prompt: console.input(escape(prompt)))   # "[a]" is not Rich markup here
-        answer = ask("[a]pprove / [r]eject / [e]dit > ").strip().lower()
+        console = self.console or clean_console(stderr=True)
+        body = Text.assemble(("要做什么", "bold"), f": {request.tool}({json.dumps(request.arguments, ensure_ascii=False)})\n",
+                             ("影响什么", "bold"), f": {request.affects or '见参数'}\n",
+                             ("为什么需要你确认", "bold"), f": {request.reason}")
+        console.print(Panel(body, title=Text(f"approval needed · run {request.run_id} · step {request.step}")))
+        def terminal(prompt: str) -> str:
+            console.print(Text(prompt), end="")        # "[a]" is text, not Rich markup
+            line = read_line(cancel) if cancel is not None else None
+            return line if line is not None else console.input()
+
+        ask = self.ask or terminal
+        try:
+            answer = ask("[a]pprove / [r]eject / [e]dit > ").strip().lower()
+        except _Abandoned:
+            return ApprovalDecision("reject", by="cli", note="the prompt was abandoned (timed out)")
         if answer in ("a", "approve", "y", "yes"):
             return ApprovalDecision("approve", by="cli")
         if answer in ("e", "edit"):
-            raw = ask("new arguments (JSON) > ")
+            try:
+                raw = ask("new arguments (JSON) > ")
+            except _Abandoned:
+                return ApprovalDecision("reject", by="cli", note="the prompt was abandoned (timed out)")
             try:
                 return ApprovalDecision("modify", arguments=json.loads(raw), by="cli")
             except json.JSONDecodeError as exc:

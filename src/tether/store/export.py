@@ -20,7 +20,10 @@ def export_run(store: Any, run_id: str) -> str:
     """The run's events as UTF-8 JSON Lines (raises UsageError for an unknown run)."""
     if store.get_run(run_id) is None:
         raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store.events(run_id))
+    from .._terminal import json_text
+
+    # C1 controls and DEL as \u escapes: the same strings read back, and a terminal shown the export obeys none
+    return json_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in store.events(run_id)))
 
 
 def load_run(store: Any, run_id: str) -> Trajectory:
@@ -29,14 +32,25 @@ def load_run(store: Any, run_id: str) -> Trajectory:
 
     if store.get_run(run_id) is None:
         raise UsageError(f"no run {run_id!r} in {store.path} (tether runs list)")
-    return Trajectory(EVENT_ADAPTER.validate_python(e) for e in store.events(run_id))
+    from pydantic import ValidationError
+
+    events = store.events(run_id)
+    try:
+        return Trajectory(EVENT_ADAPTER.validate_python(e) for e in events)
+    except ValidationError as exc:
+        from .opening import DamagedRun
+
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise DamagedRun(f"run {run_id} in {store.path} is damaged: a stored event is not a valid event "
+                         f"({where}: {first.get('msg', exc)}); the other runs are fine") from None
 
 
 def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
     """A trace or export (JSON Lines) as a Trajectory, with one clear error for
     what is plainly not a trace (an empty file, a results document, a JSON
     file that is not JSON Lines) instead of one error per line."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         raise CaseFileError([(FileLocation(path), "empty: not a trace (a trace is JSON Lines, one event per line; "
                                                   "tether runs export RUN writes one)")])
@@ -80,11 +94,9 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
     started = trajectory.started
     if started is None or not trajectory.events or not isinstance(trajectory.events[0], RunStarted):
         raise CaseFileError([(FileLocation(path, 1), "not a tether run export: the first event must be run_started")])
-    from ..ids import is_id, shown
+    from ._checks import check_joins_no_eval, check_started
 
-    if not is_id(started.run_id):
-        raise CaseFileError([(FileLocation(path, 1, field="run_id"),
-                              f"run id {shown(started.run_id)} is not a valid id; refused")])
+    check_started(started, path)
     digest = trajectory.digest()
     existing = store.get_run(started.run_id)
     if existing is not None:
@@ -92,6 +104,7 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
             return started.run_id, False
         raise UsageError(f"run {started.run_id!r} is already in {store.path} with other events "
                          f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
+    check_joins_no_eval(store, started, path)
     store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
                      kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
     store.append_events(started.run_id, [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
@@ -126,7 +139,7 @@ def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str
     where = Path(store_path) if store_path is not None else default_store_path()
     if not where.exists():
         raise UsageError(f"{ref!r} is neither a file nor a run: there is no store at {where} (--store)")
-    store = SQLiteStore(where)
+    store = SQLiteStore(where, read_only=True)
     try:
         if store.get_run(ref) is None:
             raise UsageError(f"{ref!r} is neither a file nor a run in {where} (tether runs list)")

@@ -36,6 +36,11 @@ class StoreError(UsageError):
     """A store that cannot be used as given (the message names the file and what to do)."""
 
 
+class DamagedRun(StoreError):
+    """One run whose stored events cannot be read (a damaged row): that run is refused,
+    naming it; every other run, and the commands over all of them, go on."""
+
+
 def recovery(path: Path) -> str:
     return (f"move it aside (mv {path} {path}.damaged) and tether starts a new store there, or recover what it "
             f"holds with: sqlite3 {path} .recover | sqlite3 recovered.db")
@@ -161,16 +166,44 @@ def scan_after_error(path: Path) -> str:
     return "" if rows == ["ok"] else "damaged: " + "; ".join(" ".join(r.split()) for r in rows)[:200]
 
 
+SQLITE_FULL, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_CORRUPT, SQLITE_NOTADB = 13, 5, 6, 11, 26
+
+
+def explain(exc: sqlite3.Error, path: Path | str) -> Exception:
+    """The error to raise for an SQLite error on the store at ``path``: a full disk
+    (:class:`~tether.errors.DiskFull`), a busy store, a damaged one (the only case
+    that advises moving the file aside), or another failure of the disk or the
+    environment (the store itself may well be fine: nothing advises deleting it)."""
+    from ..errors import DiskFull
+
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    text = str(exc)
+    if code == SQLITE_FULL or "disk is full" in text:
+        return DiskFull(f"store {path}: the disk is full (SQLITE_FULL: {text}); free some space and rerun. "
+                        "The store is not damaged: the write that failed was rolled back")
+    if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text:
+        return StoreError(f"store {path} is busy (another process holds a write lock): try again")
+    if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
+        return StoreError(f"store {path} is damaged ({text}); {recovery(Path(path))}")
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    return StoreError(f"store {path} could not be used: {text} ({name}); this says nothing of the store's "
+                      "contents: check the disk, its permissions and free space, then rerun")
+
+
 @contextlib.contextmanager
 def checked(path: Path) -> Iterator[None]:
-    """SQLite errors inside become StoreErrors naming the store; after an I/O or
-    corruption error the whole store is checked and the message says what it found."""
+    """SQLite errors inside become StoreErrors (or DiskFull) naming the store; after an I/O
+    or corruption error the whole store is checked and the message says what it found."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise StoreError(f"store {path} is busy (another process holds a write lock): try again") from None
-        found = scan_after_error(path) if not isinstance(exc, sqlite3.OperationalError) or \
-            any(w in str(exc) for w in ("disk I/O", "malformed", "corrupt")) else ""
-        raise StoreError(f"store {path} cannot be used: {exc}" + (f" ({found})" if found else "")
-                         + f"; {recovery(path)}") from None
+        from ..errors import DiskFull
+
+        err = explain(exc, path)
+        text = str(exc)
+        if not isinstance(err, DiskFull) and (not isinstance(exc, sqlite3.OperationalError)
+                                              or any(w in text for w in ("disk I/O", "malformed", "corrupt"))):
+            found = scan_after_error(Path(path))
+            if found:
+                err = type(err)(f"{err} ({found})")
+        raise err from None

@@ -227,7 +227,8 @@ class SQLiteStore:
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def close(self) -> None:
@@ -241,7 +242,8 @@ class SQLiteStore:
                 self._db.execute(sql, params)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def _rows(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
@@ -371,10 +373,18 @@ class SQLiteStore:
                 raise _duplicate(run_id, events)
 
     def events(self, run_id: str) -> list[dict]:
+        """The run's events; DamagedRun naming the run and the row when one cannot be read."""
         loads = orjson.loads
-        return [loads(line) for (blob,) in self._db_rows("SELECT events FROM events WHERE run_id=? ORDER BY seq",
-                                                         (run_id,))
-                for line in blob.split(b"\n") if line]
+        out: list[dict] = []
+        for seq, blob in self._db_rows("SELECT seq, events FROM events WHERE run_id=? ORDER BY seq", (run_id,)):
+            try:
+                chunk = [loads(line) for line in blob.split(b"\n") if line]
+            except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+                raise _damaged(self.path, run_id, seq, f"not JSON Lines ({str(exc)[:80]})") from None
+            if not all(isinstance(e, dict) for e in chunk):
+                raise _damaged(self.path, run_id, seq, "an event that is not a JSON object")
+            out.extend(chunk)
+        return out
 
     def truncate_events(self, run_id: str, count: int) -> None:
         """Drop the events from ``count`` on (a resume drops what came after its checkpoint)."""
@@ -390,7 +400,8 @@ class SQLiteStore:
                                      (run_id, seq, count - 1, b"".join(line + b"\n" for line in kept)))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
 
     def _db_rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -447,7 +458,8 @@ class SQLiteStore:
             self._db.execute(_INSERT_CHECKPOINT, row)
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                self._db.execute("ROLLBACK")
             raise
         return True
 
@@ -504,7 +516,8 @@ class SQLiteStore:
                 cur = self._db.execute(sql, params)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
                 raise
         return cur.rowcount
 
@@ -761,6 +774,13 @@ def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
                       "append-only (is another process driving this run?)")
 
 
+
+
+def _damaged(path: Any, run_id: str, seq: Any, what: str) -> Exception:
+    from .opening import DamagedRun
+
+    return DamagedRun(f"run {run_id} in {path} is damaged: its events row at seq {seq} is {what}; the other runs "
+                      f"are fine (tether runs export {run_id} cannot copy it)")
 
 
 def _run(r: sqlite3.Row) -> dict:

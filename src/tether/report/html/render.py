@@ -56,10 +56,28 @@ def _version() -> str:
         return "dev"
 
 
+@functools.lru_cache(maxsize=1)
+def csp() -> str:
+    """The pages' Content-Security-Policy: our one script by its hash (no inline script
+    of anyone else's runs, no 'unsafe-inline' for scripts), nothing fetched."""
+    import base64
+    import hashlib
+
+    digest = base64.b64encode(hashlib.sha256(_asset("app.js").encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+            "form-action 'self'; base-uri 'none'")
+
+
 def _page(template: str, **ctx: Any) -> str:
-    html = env().get_template(template).render(css=_asset("style.css"), js=_asset("app.js"), version=_version(), **ctx)
-    # a "</script" inside embedded JSON would end the script element early
-    return html
+    # every value goes through the template engine's autoescape; data embedded for the
+    # script is `tojson` in a <script type="application/json"> (never executed)
+    return env().get_template(template).render(css=_asset("style.css"), js=_asset("app.js"), csp=csp(),
+                                               version=_version(), **ctx)
+
+
+def link(href: str, text: str) -> dict[str, str]:
+    """A crumb part: the template escapes both (hrefs are built by tether, never a data URL scheme)."""
+    return {"href": href, "text": text}
 
 
 def transcript_extra(tr: Transcript, checkpoints: dict | None = None) -> dict[str, Any]:
@@ -158,11 +176,9 @@ def render_report(report: Report, *, results_diff: Any = None, source: str = "",
     extras = {} if run_links else {
         v.key: transcript_extra(v.transcript, (checkpoints or {}).get(v.run_id or ""))
         for v in report.trials.values() if v.transcript is not None}
-    from markupsafe import Markup
-
-    crumbs = {v.key: Markup('<a href="#overview">overview</a> › <a href="#case-{0}">{0}</a> › {1} · guards {2} · trial {3} · '
-                            'verdict <b>{4}</b>').format(v.case.case_id, v.run.model, v.run.guards, v.trial.trial,
-                                                        str(v.trial.verdict))
+    crumbs = {v.key: [link("#overview", "overview"), {"text": " › "}, link(f"#case-{v.case.case_id}", v.case.case_id),
+                      {"text": f" › {v.run.model} · guards {v.run.guards} · trial {v.trial.trial} · verdict "},
+                      {"bold": True, "text": str(v.trial.verdict)}]
               for v in report.trials.values()}
     nav = list(nav or NAV_REPORT) + ([("#diff", "Diff")] if results_diff is not None else [])
     return _page(
@@ -185,7 +201,7 @@ def _lang(text: str) -> str:
 
 
 def render_run(t: Trajectory, *, nav: list[tuple[str, str]], checkpoints: dict | None = None,
-               crumb: str | None = None) -> str:
+               crumb: list[dict] | None = None) -> str:
     """One run's transcript as a page of its own (``tether view``)."""
     tr = build(t)
     return _page("run.html.j2", tr=tr, extra=transcript_extra(tr, checkpoints), title=f"{tr.run_id} · tether",

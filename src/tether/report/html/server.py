@@ -12,11 +12,12 @@ import datetime as dt
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from ...errors import UsageError
+from ...store.opening import DamagedRun
 from .. import metrics
-from .render import NAV_REPORT, render_index, render_report, render_run, render_trajectory_diff
+from .render import NAV_REPORT, csp, link, render_index, render_report, render_run, render_trajectory_diff
 
 NAV = [("/", "Runs")]
 
@@ -85,15 +86,17 @@ class Viewer:
 
         try:
             t = load_run(self.store, run_id)
+        except DamagedRun:
+            raise
         except UsageError as exc:
             raise LookupError(str(exc)) from None
         row = self.store.get_run(run_id)
-        crumb = None
+        crumb = [link("/", "runs"), {"text": " › "}]
         if row and row.get("eval_id"):
-            crumb = f'<a href="/">runs</a> › <a href="/eval/{row["eval_id"]}">eval {row["eval_id"]}</a> › run'
-        from markupsafe import Markup, escape
-        return render_run(t, nav=NAV, checkpoints=self._checkpoints(run_id),
-                          crumb=Markup(crumb) if crumb else Markup('<a href="/">runs</a> › ') + escape(run_id))
+            crumb += [link("/eval/" + quote(str(row["eval_id"]), safe=""), f"eval {row['eval_id']}"), {"text": " › run"}]
+        else:
+            crumb += [{"text": run_id}]
+        return render_run(t, nav=NAV, checkpoints=self._checkpoints(run_id), crumb=crumb)
 
     def diff(self, run_ids: list[str]) -> str:
         from ...store.export import load_run
@@ -115,6 +118,11 @@ def make_server(store: Any, port: int = 0, host: str = "127.0.0.1") -> Threading
             return None
 
         def do_GET(self) -> None:   # noqa: N802
+            port = self.server.server_address[1]
+            if (self.headers.get("Host") or "").strip().lower() not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                # DNS rebinding: a page of another site, its name resolved to 127.0.0.1, must read nothing
+                self._send(421, _message_page("wrong host", f"this server answers http://127.0.0.1:{port}/ only"))
+                return
             parts = urlsplit(self.path)
             path = unquote(parts.path)
             query = parse_qs(parts.query)
@@ -136,14 +144,17 @@ def make_server(store: Any, port: int = 0, host: str = "127.0.0.1") -> Threading
                 self._send(200, body)
             except LookupError as exc:
                 self._send(404, _message_page("not found", str(exc)))
+            except DamagedRun as exc:            # this run's page only; every other page works
+                self._send(500, _message_page("damaged run", str(exc)))
 
         def _send(self, status: int, body: str) -> None:
             data = body.encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
-                                                        "script-src 'unsafe-inline'; img-src data:; form-action 'self'")
+            self.send_header("Content-Security-Policy", csp())
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Referrer-Policy", "no-referrer")
             self.end_headers()
             self.wfile.write(data)
 
@@ -151,7 +162,11 @@ def make_server(store: Any, port: int = 0, host: str = "127.0.0.1") -> Threading
 
 
 def _message_page(title: str, text: str) -> str:
-    from html import escape
-    return (f'<!doctype html><html lang="en"><meta charset="utf-8"><title>{escape(title)}</title>'
-            f'<body style="font-family:system-ui,sans-serif;padding:20px"><h1>{escape(title)}</h1>'
-            f'<p>{escape(text)}</p><p><a href="/">all runs</a></p></body></html>')
+    from .render import env
+
+    return env().from_string(_MESSAGE).render(title=title, text=text)
+
+
+_MESSAGE = ('<!doctype html><html lang="en"><meta charset="utf-8"><title>{{ title }}</title>'
+            '<body style="font-family:system-ui,sans-serif;padding:20px"><h1>{{ title }}</h1>'
+            '<p>{{ text }}</p><p><a href="/">all runs</a></p></body></html>')
