@@ -65,10 +65,12 @@ def summary(path: Path) -> CaseSummary | None:
     (the caller then loads it the checked way, which says what is wrong)."""
     import yaml
 
+    from .case_yaml import LOADER
+
     try:
         if path.stat().st_size > MAX_LIST_BYTES:
             return None
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     if not isinstance(data, dict):

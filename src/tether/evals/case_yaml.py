@@ -26,7 +26,18 @@ MAX_NODES = 20_000
 MAX_DEPTH = 40
 # libyaml's parser when PyYAML has it (about 20x faster: a 1 MB case reads in well under a second);
 # the pure-Python one otherwise. Both give every node its line and column.
-LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _TextDates(_BASE):  # type: ignore[misc, valid-type]
+    """No implicit timestamps: ``date: 2026-04-08`` in a case is the text a tool receives
+    (tool arguments are JSON), never a Python date the tool's schema then refuses."""
+
+
+_TextDates.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BASE.yaml_implicit_resolvers.items()}
+LOADER: Any = _TextDates
 _CONTROL = __import__("re").compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 

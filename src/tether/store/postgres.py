@@ -393,11 +393,10 @@ class PostgresStore:
         return int(self._q("SELECT COUNT(*) FROM checkpoints WHERE run_id=?", (run_id,))[0][0])
 
     # -- the side-effect ledger -------------------------------------------------------------
-    def effect_by_signature(self, run_id: str, signature: str) -> dict | None:
+    def effect(self, key: str) -> dict | None:
         from .sqlite import _effect
 
-        rows = self._d("SELECT * FROM effects WHERE run_id=? AND signature=? ORDER BY created DESC LIMIT 1",
-                       (run_id, signature))
+        rows = self._d("SELECT * FROM effects WHERE key=?", (key,))
         return _effect(rows[0]) if rows else None
 
     def record_intent(self, key: str, run_id: str, signature: str, tool: str, arguments: dict, step: int) -> None:
