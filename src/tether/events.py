@@ -107,6 +107,10 @@ class ModelDecisionEvent(_Event):
     usage: Usage = Field(default_factory=Usage)
     role: RequestRole = "agent"
     latency_ms: float = 0.0
+    finish_reason: str | None = None
+    truncated: bool = False
+    queued_ms: float = 0.0
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ToolCallEvent(_Event):

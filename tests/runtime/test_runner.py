@@ -94,9 +94,12 @@ def test_guard_verdicts_flow_through_the_loop():
     assert result.status == TerminalStatus.LOOP_ABORTED
     assert [g.verdict for g in t.guard_trips()] == ["hint", "block", "stop"]
     assert [r.error_type for r in t.tool_results()] == [None, None, "guard_blocked", "guard_stopped"]
-    # the hint reached the model on its next request
-    seen = [m.content for m in model.requests[2].messages if m.role == "system"]
-    assert seen == ["you repeated search_flights"]
+    # the hint reached the model on its next request, appended to the last tool
+    # result (no extra system message), and only on that request
+    sent = model.requests[2].messages
+    assert [m.role for m in sent].count("system") == 0
+    assert sent[-1].role == "tool" and sent[-1].content.endswith("\n\n[tether] you repeated search_flights")
+    assert not any("you repeated" in m.content for m in model.requests[3].messages)
 
 
 def test_sync_wrapper_refuses_to_nest():
