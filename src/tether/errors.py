@@ -19,7 +19,8 @@ Three families are kept apart (see STYLE.md item 5)::
     │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   └── ModelFailure           the model seam raised or answered garbage
-    │       └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │       ├── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │       └── ToolResultsUnseen  a provider model does not see tool results (infrastructure; evals/probe.py)
     └── LoopSignal                 signals between the run loop, its gates and its callers
         ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
         └── RunAborted             the run must not go on; the loop records it and re-raises
@@ -161,6 +162,19 @@ class ModelFailure(RunFailure):
         if infrastructure is not None:
             self.infrastructure = infrastructure
         super().__init__(f"model {model!r} failed at step {step}: {detail}")
+
+
+class ToolResultsUnseen(ModelFailure):
+    """An eval's probe found that a provider model never sees tool results: the
+    server drops ``role: tool`` messages (llama-cpp-python's
+    chatml-function-calling does). Infrastructure: the eval stops before any
+    trial is scored. ``numbers`` holds the probe's token counts."""
+
+    infrastructure = True
+
+    def __init__(self, model: str, detail: str, numbers: dict | None = None):
+        self.numbers = dict(numbers or {})
+        super().__init__(model, 0, detail)
 
 
 class LoopSignal(TetherError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
@@ -17,7 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ..errors import UsageError
+from ..errors import ToolResultsUnseen, UsageError
 from ..evals import EvalConfig, load_suite, run_suite
 from ..evals.results import Results
 from ..evals.runner import new_eval_id, open_store, resolve_agent
@@ -79,6 +80,8 @@ Examples:
   tether eval c4 --model policy:steady --trials 5 --executor ray   # trials as Ray tasks (tether\\[ray])
 
   tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --max-connections 1 --timeout 300
+
+  tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --model-arg max_tokens=256 --model-arg temperature=0 --model-arg tool_choice=auto
 """
 
 EXIT_ERRORS = 4
@@ -110,6 +113,7 @@ def eval_command(
     resume: Annotated[Optional[str], typer.Option(help="continue this interrupted eval (its suite, models, guards, trials and options come from the store); finished trials are kept", metavar="EVAL_ID")] = None,
     max_connections: Annotated[Optional[int], typer.Option(min=1, help="requests in flight at once per provider model (default 16; 1 for a server on this machine)")] = None,
     timeout: Annotated[Optional[float], typer.Option(min=0.1, help="seconds one provider request may take on the wire (default 60; waiting for a connection slot not counted)")] = None,
+    model_arg: Annotated[Optional[list[str]], typer.Option("--model-arg", help="a request parameter for provider models, key=value, repeatable: max_tokens=256, temperature=0, tool_choice=auto (a JSON value is taken as JSON); recorded on every request event")] = None,
 ) -> None:
     models = model or ([] if agent else CALIBRATION)
     agents = agent or []
@@ -128,6 +132,7 @@ def eval_command(
             max_steps, simulator, case_ids = opts["max_steps"], opts["simulator"], opts["cases"]
             judge, judge_samples = opts.get("judge"), opts.get("judge_samples") or 1
             max_connections, timeout = opts.get("max_connections"), opts.get("timeout")
+            model_arg = [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (opts.get("model_args") or {}).items()]
             concurrency = opts.get("concurrency") or concurrency
         cases = load_suite(suite)
         if case_ids is not None:
@@ -138,8 +143,10 @@ def eval_command(
                 err_console.print(f"no case matches {case}")
                 raise typer.Exit(2)
         from ..models import resolve_model
-        from ..models.registry import with_limits
-        limits = {k: v for k, v in (("max_connections", max_connections), ("timeout", timeout)) if v is not None}
+        from ..models.registry import parse_model_args, with_limits
+        model_args = parse_model_args(model_arg)
+        limits = {k: v for k, v in (("max_connections", max_connections), ("timeout", timeout),
+                                    ("args", model_args or None)) if v is not None}
         for m in models:
             with_limits(resolve_model(m), **limits)   # fail fast on an unknown spec or a limit it cannot take
         for a in agents:
@@ -152,7 +159,7 @@ def eval_command(
         options = {"suite": suite, "models": models, "agents": agents, "trials": trials, "guards": guards,
                    "sweep": sweep, "max_steps": max_steps, "simulator": simulator, "cases": [c.id for c in cases],
                    "judge": judge, "judge_samples": judge_samples, "max_connections": max_connections,
-                   "timeout": timeout, "concurrency": concurrency}
+                   "timeout": timeout, "concurrency": concurrency, "model_args": model_args}
         config = EvalConfig(trials=trials, concurrency=concurrency, export_dir=out, max_steps=max_steps,
                             guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id,
                             executor=executor, ray_address=ray_address, model_limits=limits, options=options,
@@ -183,7 +190,13 @@ def eval_command(
                 progress.advance(task, len(plan.kept))
 
             config = replace(config, on_resume=resumed)
-            results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick, agents=agents))
+            try:
+                results = asyncio.run(run_suite(cases, models, config, suite=suite_name, progress=tick,
+                                                agents=agents))
+            except ToolResultsUnseen as exc:
+                err_console.print(f"infrastructure: {exc}. The eval stopped before any trial: nothing was "
+                                  f"scored: exit {EXIT_ERRORS}", highlight=False, soft_wrap=True)
+                raise typer.Exit(EXIT_ERRORS) from None
         results = results.model_copy(update={"store": store_label})
         if judging is not None:
             from ..evals.rescore import rescore_results
