@@ -288,6 +288,10 @@ class Trajectory:
         names = _names(tool)
         return [e for e in self.of_type(ToolResultEvent) if names is None or e.tool in names]
 
+    def truncated_decisions(self, role: str | None = "agent") -> list[ModelDecisionEvent]:
+        """Decisions of ``role`` (None: all) whose reply was cut by the output token limit."""
+        return [e for e in self.of_type(ModelDecisionEvent) if e.truncated and (role is None or e.role == role)]
+
     def tool_order(self) -> list[str]:
         return [c.tool for c in self.tool_calls()]
 

@@ -128,16 +128,21 @@ def test_a_reply_cut_by_the_token_limit_is_truncated_everywhere(tmp_path):
         assert res.exit_code == 0, res.output
         (run,) = SQLiteStore(db).list_runs(10)
         show = runner.invoke(app, ["runs", "show", run["run_id"], "--store", str(db)])
-        report = runner.invoke(app, ["report", str(doc), "--store", str(db)])
+        report = runner.invoke(app, ["report", str(doc), "--store", str(db), "--html", str(tmp_path / "report.html")])
     t = load_run(SQLiteStore(db), run["run_id"])
     (decision,) = _decisions(t)
     assert decision.finish_reason == "length" and decision.truncated
     # the run, the results, the terminal report and the attribution say so
     trial = json.loads(doc.read_text(encoding="utf-8"))["runs"][0]["cases"][0]["trials"][0]
-    assert trial["truncated"] == 1
-    assert "truncated" in trial["attribution"]["mode"] or "truncated" in trial["attribution"]["explanation"]
+    assert trial["counters"]["truncated"] == 1
+    if trial["attribution"] is not None:
+        assert "truncated by the output token limit" in trial["attribution"]["translations"]["en"]["root_cause"]
+        assert "截断" in trial["attribution"]["root_cause"]
     assert "truncated" in show.output, show.output
-    assert "truncated" in res.output and "truncated" in report.output, report.output
+    assert "truncated" in " ".join(res.output.split()), res.output          # the eval's terminal report
+    assert report.exit_code == 0, report.output
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "truncated: 1 reply(ies) cut by the token limit" in html and "truncated (finish_reason length)" in html
 
 
 class Slow:

@@ -54,6 +54,7 @@ class Counters(BaseModel):
     questions: int = 0          # questions the agent itself asked the user
     errors: int = 0             # tool results with ok = false
     guard_trips: int = 0
+    truncated: int = 0          # the agent's replies cut by the output token limit (finish_reason length)
 
 
 class Attribution(BaseModel):

@@ -105,6 +105,9 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         last = case.trials[-1]
         c = last.counters
         statuses = ",".join(sorted({t.status for t in case.trials}))
+        cut = sum(t.counters.truncated for t in case.trials)
+        if cut:
+            statuses += f" truncated×{cut}"
         row = [case.case_id, _verdict(case.verdict), _verdict(case.auto_verdict), statuses,
                str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
         if multi:
@@ -113,12 +116,15 @@ def render_cases(run: ModelRunResult, console: Console) -> None:
         for cr in last.criteria:
             if cr.verdict in ("fail", "unclear"):
                 reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
+        if cut:
+            reasons.append((case.case_id, "truncated", f"{cut} reply(ies) cut by the output token limit "
+                                                       "(finish_reason length): not complete answers"))
     console.print(table)
     console.print("  call = tool calls · same = most repeats of one exact call · rtry = calls repeating an "
                   "unsuccessful call · strt = distinct recovery strategies · ask = questions to the user", style="dim")
     for case_id, verdict, why in reasons:
         line = Text(f"  {case_id} ")
-        line.append(verdict, style=VERDICT_STYLE[verdict])
+        line.append(verdict, style=VERDICT_STYLE.get(verdict, "bold red"))
         line.append(f" {why}")
         console.print(line, highlight=False)
 
