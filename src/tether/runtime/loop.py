@@ -178,18 +178,29 @@ class LoopAgent:
         return session.record_response(response, latency_ms=(time.perf_counter() - started) * 1000).text
 
 
+NOTE_MARK = "[tether] "     # what starts a note of tether's inside a tool result or user turn
+
+
 def append_note(messages: list[Message], note: str) -> list[Message]:
-    """``messages`` with ``note`` appended to the last tool result or user turn (a
-    new user turn when the conversation ends otherwise). Never an extra system
-    message: servers that render the tool list once per system message
-    (llama.cpp's chatml-function-calling) would send the whole list again."""
+    """``messages`` with ``note`` (marked ``[tether] ``) appended to the last tool
+    result or user turn (a new user turn when the conversation ends otherwise).
+    Never an extra system message: servers that render the tool list once per
+    system message (llama.cpp's chatml-function-calling) would send the whole
+    list again. :func:`split_notes` takes the notes back out."""
     if not note:
         return list(messages)
     if messages and messages[-1].role in ("tool", "user"):
         last = messages[-1]
-        return [*messages[:-1], last.model_copy(update={"content": f"{last.content}\n\n{note}" if last.content
-                                                         else note})]
-    return [*messages, Message(role="user", content=note)]
+        return [*messages[:-1], last.model_copy(update={"content": f"{last.content}\n\n{NOTE_MARK}{note}"})]
+    return [*messages, Message(role="user", content=NOTE_MARK + note)]
+
+
+def split_notes(content: str) -> tuple[str, list[str]]:
+    """A message's own content and the notes :func:`append_note` added to it."""
+    if content.startswith(NOTE_MARK):
+        content = "\n\n" + content
+    body, *notes = content.split("\n\n" + NOTE_MARK)
+    return body, notes
 
 
 def deliver_inline(original: list[Message], sent: list[Message]) -> list[Message]:
@@ -211,7 +222,7 @@ def deliver_inline(original: list[Message], sent: list[Message]) -> list[Message
             messages[0] = messages[0].model_copy(update={"content": f"{messages[0].content}\n\n{text}"})
         else:
             messages.insert(0, Message(role="system", content=text))
-    return append_note(messages, "\n".join(f"[tether] {h}" for h in hints)) if hints else messages
+    return append_note(messages, "\n".join(hints)) if hints else messages
 
 
 async def run_pending(session: RunSession) -> None:
