@@ -31,7 +31,7 @@ from ..models import Model, ModelRequest
 
 NOTE_TOOL = ToolSpec(name="read_note", description="Read the note the user left.",
                      parameters={"type": "object", "properties": {}})
-# About 150 tokens of distinct words and numbers in any tokenizer; the short result is 2.
+# About 220 tokens (estimated) of distinct words and numbers; the short result is 1.
 LONG_RESULT = ("The note says: the parcel code is 4711-QX. " + " ".join(
     f"line {i}: shelf {i * 7 % 31}, bin {i * 13 % 17}, checked by {name}."
     for i, name in enumerate(["Ana", "Bo", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun"] * 2)))
