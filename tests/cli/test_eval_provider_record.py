@@ -202,3 +202,20 @@ def test_one_connection_eight_trials_300s_budget_one_second_answers(tmp_path):
     assert all(d.latency_ms >= 1000 for d in decisions)
     latencies = sorted(d.latency_ms for d in decisions)
     assert latencies[len(latencies) // 2] < 2000, latencies
+
+
+def test_a_probe_that_cannot_tell_lets_the_eval_run_and_says_so(tmp_path):
+    """A server that reports no token usage: the probe cannot compare, says so in
+    the eval's record, and the eval runs (it never guesses a verdict)."""
+    def no_usage(req):
+        body = keeping_tool_messages(req)
+        del body["usage"]
+        return body
+
+    db = tmp_path / "t.db"
+    with FakeOpenAIServer(responder=no_usage) as server, allow_model_requests():
+        res = runner.invoke(app, ["eval", "c4", "--model", server.spec(), "--case", "C4-PA-01", "--store", str(db), "-q"])
+    assert res.exit_code == 0, res.output
+    (ev,) = SQLiteStore(db).list_evals()
+    probe = ev["config"]["probes"][server.spec()]
+    assert probe["tool_results_seen"] is None and "reports no token usage" in probe["why"]
