@@ -219,3 +219,22 @@ def test_a_probe_that_cannot_tell_lets_the_eval_run_and_says_so(tmp_path):
     (ev,) = SQLiteStore(db).list_evals()
     probe = ev["config"]["probes"][server.spec()]
     assert probe["tool_results_seen"] is None and "reports no token usage" in probe["why"]
+
+
+def test_retries_are_listed_as_attempts_and_only_the_answer_counts_as_latency():
+    """A 503 then an answer: the decision lists both attempts; its latency is the
+    answering attempt's time on the wire, not the failed attempt plus the backoff."""
+    from tether import ToolSet, run_agent_sync
+    from tether.models import resolve_model
+    from tether.models.openai_compat import ModelOptions, RetryPolicy
+
+    with FakeOpenAIServer() as server, allow_model_requests():
+        server.add_server_error(503).add_text("好的。")
+        model = resolve_model(server.spec())
+        model.options = ModelOptions(retry=RetryPolicy(initial_backoff=0.3, jitter=False), max_tokens=16)
+        result = run_agent_sync(model, ToolSet(), message="你好")
+    (d,) = _decisions(result.trajectory)
+    assert [a["outcome"] for a in d.attempts] == ["HTTP 503", "HTTP 200"]
+    assert d.latency_ms == d.attempts[-1]["wire_ms"] and d.finish_reason == "stop" and not d.truncated
+    ((req, _),) = result.trajectory.requests()
+    assert req.params == {"max_tokens": 16}
