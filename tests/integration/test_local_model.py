@@ -127,6 +127,9 @@ class LlamaServer:
                 # One thread: on a busy 2-core machine two spinning OpenMP
                 # threads make a 135M model ~100x slower (seconds per token).
                 "--n_threads", "1", "--n_threads_batch", "1",
+                # One token per micro-batch: llama-cpp-python 0.3.36 built here
+                # segfaults decoding a batch of prompt tokens (docs/local-model.md).
+                "--n_ubatch", "1",
                 "--chat_format", self.chat_format, "--verbose", "False"]
 
     def start(self) -> None:
