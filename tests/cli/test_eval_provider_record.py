@@ -58,7 +58,7 @@ def test_a_server_that_drops_tool_results_stops_the_eval(tmp_path):
     out = " ".join(res.output.split())
     assert "infrastructure:" in out and "never sees tool results" in out and "drops role: tool messages" in out
     assert "nothing was scored" in out
-    assert len(server.requests) == 2                        # the probe only: no trial ran
+    assert len(server.requests) == 3                        # the probe only: no trial ran
     assert not (tmp_path / "r.json").exists()
     store = SQLiteStore(db)
     assert store.list_runs(100) == [] and store.list_evals() == []
@@ -73,8 +73,9 @@ def test_a_server_that_keeps_tool_results_passes_the_probe_and_the_eval_records_
     probe = ev["config"]["probes"][server.spec()]
     assert probe["tool_results_seen"] is True and probe["added_tokens"] > 20
     # the probe asks for a short text answer: its own max_tokens, no forced tool
-    assert [r.body["max_tokens"] for r in server.requests[:2]] == [8, 8]
-    assert len(server.requests) == 3
+    assert [r.body["max_tokens"] for r in server.requests[:3]] == [8, 8, 8]
+    assert "tools" not in server.requests[2].body and probe["tools_seen"] is True
+    assert len(server.requests) == 4
 
 
 def test_model_args_reach_the_wire_and_the_request_event(tmp_path):
@@ -84,7 +85,7 @@ def test_model_args_reach_the_wire_and_the_request_event(tmp_path):
                                   "--model-arg", "max_tokens=64", "--model-arg", "temperature=0",
                                   "--model-arg", "tool_choice=auto", "-q"])
         assert res.exit_code == 0, res.output
-        trial = server.requests[2].body                     # after the two probe requests
+        trial = server.requests[3].body                     # after the three probe requests
         assert (trial["max_tokens"], trial["temperature"], trial["tool_choice"]) == (64, 0.0, "auto")
         (run,) = SQLiteStore(db).list_runs(10)
         t = load_run(SQLiteStore(db), run["run_id"])
@@ -238,3 +239,20 @@ def test_retries_are_listed_as_attempts_and_only_the_answer_counts_as_latency():
     assert d.latency_ms == d.attempts[-1]["wire_ms"] and d.finish_reason == "stop" and not d.truncated
     ((req, _),) = result.trajectory.requests()
     assert req.params == {"max_tokens": 16}
+
+
+def test_a_model_that_does_not_see_the_tool_list_gets_a_note(tmp_path):
+    """Tool results reach the prompt but the tool list does not (SmolLM2's own chat
+    template on llama.cpp): the eval runs, and says so."""
+    def no_tool_list(req):
+        return _completion("抱歉，我查不到。", _tokens(req.messages, []))
+
+    db = tmp_path / "t.db"
+    with FakeOpenAIServer(responder=no_tool_list) as server, allow_model_requests():
+        res = runner.invoke(app, ["eval", "c4", "--model", server.spec(), "--case", "C4-PA-01", "--store", str(db), "-q"])
+    assert res.exit_code == 0, res.output
+    (ev,) = SQLiteStore(db).list_evals()
+    probe = ev["config"]["probes"][server.spec()]
+    assert probe["tool_results_seen"] is True and probe["tools_seen"] is False and probe["tools_added_tokens"] == 0
+    assert "sees tool results but not the tool list" in " ".join(res.output.split())
+    assert len(server.requests) == 4                        # three probe requests, one trial

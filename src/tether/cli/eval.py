@@ -198,6 +198,7 @@ def eval_command(
                                   f"scored: exit {EXIT_ERRORS}", highlight=False, soft_wrap=True)
                 raise typer.Exit(EXIT_ERRORS) from None
         results = results.model_copy(update={"store": store_label})
+        _note_unseen_tools(db, eval_id)
         if judging is not None:
             from ..evals.rescore import rescore_results
             from ..evals.stored import StoreSource
@@ -239,6 +240,17 @@ def eval_command(
         raise typer.Exit(EXIT_ERRORS)
     if fail_under is not None:
         _check_fail_under(results, fail_under)
+
+
+def _note_unseen_tools(db, eval_id: str) -> None:
+    """Say so when the probe found a model's prompt shows no tool list (evals/probe.py)."""
+    stored = db.get_eval(eval_id) or {}
+    for label, probe in ((stored.get("config") or {}).get("probes") or {}).items():
+        if probe.get("tools_seen") is False:
+            console.print(f"note: {label} sees tool results but not the tool list (offering a tool added "
+                          f"{probe.get('tools_added_tokens')} prompt tokens): its chat template has no place for "
+                          "tools, so its tool use (or the lack of it) says little about the agent; see "
+                          "docs/local-model.md", style="yellow", highlight=False, soft_wrap=True)
 
 
 def _options_of(stored: dict) -> dict:

@@ -93,17 +93,25 @@ async def probe_tool_results(model: Model) -> ProbeResult:
     probe = _probe_copy(model)
     stats = getattr(probe, "stats", None)
     estimated_before = getattr(stats, "usage_estimated", 0)
+    bare = copy.copy(probe)             # the same conversation, no tools offered (and so no tool_choice)
+    bare.options = replace(probe.options, extra_body={k: v for k, v in (probe.options.extra_body or {}).items()
+                                                      if k != "tool_choice"} or None)
     try:
         long = await probe.request(_request(LONG_RESULT))
         short = await probe.request(_request(SHORT_RESULT))
+        no_tools = await bare.request(_request(LONG_RESULT).model_copy(update={"tools": []}))
     except Exception as exc:    # unreachable, refused: the trials will say so, each in error
         return ProbeResult(name, None, f"the probe request failed ({type(exc).__name__}: {str(exc)[:200]})")
     if getattr(stats, "usage_estimated", 0) != estimated_before:
         return ProbeResult(name, None, "the server reports no token usage, so the probe cannot tell")
     expected = estimate_tokens(LONG_RESULT) - estimate_tokens(SHORT_RESULT)
     added = long.usage.input_tokens - short.usage.input_tokens
+    tools_added = long.usage.input_tokens - no_tools.usage.input_tokens
     numbers = {"prompt_tokens_long": long.usage.input_tokens, "prompt_tokens_short": short.usage.input_tokens,
-               "added_tokens": added, "expected_tokens": expected}
+               "added_tokens": added, "expected_tokens": expected,
+               # Does the prompt show the tools offered? A tool spec is some 20 tokens at least.
+               "prompt_tokens_without_tools": no_tools.usage.input_tokens, "tools_added_tokens": tools_added,
+               "tools_seen": tools_added >= 5}
     if added >= max(5, int(expected * MIN_SHARE)):
         return ProbeResult(name, True, f"a tool result of about {expected} tokens added {added} prompt tokens", numbers)
     return ProbeResult(name, False, (
