@@ -38,11 +38,18 @@ def _case(tmp_path, title: str, message: str, language: str | None = None):
 
 
 def _system_texts(run_id: str) -> list[str]:
+    """What tether itself told the model: system messages, and the notes (guard hints,
+    the finish-up request) it appends to the last tool result or user turn."""
+    from tether.runtime.loop import split_notes
     from tether.store import SQLiteStore
     from tether.store.export import load_run
 
     t = load_run(SQLiteStore(os.environ["TETHER_STORE"]), run_id)
-    return [m.content for req in t.requests() for m in req[1] if m.role == "system"]
+    out = []
+    for _, messages in t.requests():
+        for m in messages:
+            out += [m.content] if m.role == "system" else split_notes(m.content)[1]
+    return out
 
 
 def test_language_is_detected_from_the_case_text():

@@ -24,7 +24,8 @@ Three families are kept apart (see STYLE.md item 5)::
     ├── DiskFull                   the disk is full (SQLITE_FULL, ENOSPC): exit 74; nothing is damaged
     ├── RunFailure                 the run could not go on (surfaced in the trace)
     │   ├── ModelFailure           the model seam raised or answered garbage
-    │   │   └── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │   │   ├── ProviderFailure    a provider could not be reached or kept failing (infrastructure)
+    │   │   └── ToolResultsUnseen  a provider model does not see tool results (infrastructure; evals/probe.py)
     │   └── UpstreamFailure        a gateway's upstream (MCP server, model API) died, hung or misbehaved
     └── LoopSignal                 signals between the run loop, its gates and its callers
         ├── RunStop                a guard or a gate ended the run; the loop catches it and finishes
@@ -185,6 +186,19 @@ class UpstreamFailure(RunFailure):
         self.detail = detail
         self.code = code
         super().__init__(detail)
+
+
+class ToolResultsUnseen(ModelFailure):
+    """An eval's probe found that a provider model never sees tool results: the
+    server drops ``role: tool`` messages (llama-cpp-python's
+    chatml-function-calling does). Infrastructure: the eval stops before any
+    trial is scored. ``numbers`` holds the probe's token counts."""
+
+    infrastructure = True
+
+    def __init__(self, model: str, detail: str, numbers: dict | None = None):
+        self.numbers = dict(numbers or {})
+        super().__init__(model, 0, detail)
 
 
 class LoopSignal(TetherError):

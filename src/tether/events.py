@@ -159,6 +159,10 @@ class ModelDecisionEvent(_Event):
     usage: Usage = Field(default_factory=Usage)
     role: RequestRole = "agent"
     latency_ms: float = 0.0
+    finish_reason: str | None = None
+    truncated: bool = False
+    queued_ms: float = 0.0
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ToolCallEvent(_Event):
@@ -390,6 +394,10 @@ class Trajectory:
         for _, r in self._paired():
             counts[r.outcome.value if r is not None else "unfinished"] += 1
         return counts
+
+    def truncated_decisions(self, role: str | None = "agent") -> list[ModelDecisionEvent]:
+        """Decisions of ``role`` (None: all) whose reply was cut by the output token limit."""
+        return [e for e in self.of_type(ModelDecisionEvent) if e.truncated and (role is None or e.role == role)]
 
     def tool_order(self) -> list[str]:
         return [c.tool for c in self.tool_calls()]

@@ -60,7 +60,7 @@ def test_score_judges_and_the_second_time_is_free(evaluated, tmp_path):
     assert "16 llm" in first.output and "judge requests: 16" in first.output
     doc = json.loads((tmp_path / "judged.json").read_text(encoding="utf-8"))
     run0 = doc["runs"][0]
-    assert run0["judged"] == {"auto": 30, "llm": 16, "human": 0, "unjudged": 0}
+    assert run0["judged"] == {"auto": 36, "llm": 16, "human": 0, "unjudged": 0}
     assert run0["judge"] == "llm:testjudge-pass" and run0["judge_agreement"] == 1.0
     assert all(c["verdict"] == "pass" for c in run0["cases"])
     assert "判定为 pass" in (tmp_path / "judged.json").read_text(encoding="utf-8")

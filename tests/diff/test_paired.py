@@ -56,7 +56,7 @@ def test_diff_prints_the_paired_test(tmp_path):
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
     assert "paired test (automatic verdicts, 15 cases): better" in out and "exact sign test over cases p =" in out
-    assert "better in new (13): C4-AR-02" in out and "worse in new (0): none" in out
+    assert "better in new (14): C4-AR-01, C4-AR-02" in out and "worse in new (0): none" in out
     assert "paired test (verdicts, 2 cases): no detectable change at this n" in out
     assert "left out, unjudged or error on a side (14)" in out and "would need about" in out
     assert "-> unjudged" in out and "-> n/a" not in out

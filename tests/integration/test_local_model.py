@@ -43,15 +43,17 @@ ALIAS = "smollm2"
 CASE_ID = "C4-LD-01"      # search_flights always fails: tool results with errors go back to the model
 CASE_TOOL = "search_flights"
 MAX_STEPS = 4
-# chatml-function-calling is llama-cpp-python's chat handler that turns tools
-# into grammar-guided "functions.NAME:" calls. It ignores `tools` unless the
-# request sets `tool_choice`. The tests force one function: with "auto" the
-# handler ignores max_tokens for the arguments, and the catalog's schemas
-# (unanchored `pattern`) fall back to a free JSON grammar, so a 135M model can
-# write arguments until the context is full (minutes, then HTTP 400). Forced,
-# each request stops at max_tokens; a cut-off argument string is exactly the
-# malformed call the adapter must survive.
-CHAT_FORMAT = "chatml-function-calling"
+# The model's own chat template (the GGUF's tokenizer.chat_template, rendered
+# by llama-cpp-python's Jinja2 formatter). It renders every message with its
+# role, `tool` included, so tool results reach the model. (Without
+# --chat_format the server guesses "chatml" from this template, whose
+# formatter keeps system/user/assistant only; "chatml-function-calling"
+# renders a tool message as its header alone: the tool result never reaches
+# the model. See docs/local-model.md.) A request that names one function in
+# `tool_choice` gets a call whose arguments a grammar built from the tool's
+# schema guides; otherwise the model answers in text.
+CHAT_FORMAT = "chat_template.default"
+OLD_CHAT_FORMAT = "chatml-function-calling"
 FORCE = {"type": "function", "function": {"name": CASE_TOOL}}
 START_TIMEOUT_S = 90
 REQUEST_TIMEOUT_S = 180
@@ -112,8 +114,8 @@ _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class LlamaServer:
-    def __init__(self, gguf: Path, port: int, logs: Path):
-        self.gguf, self.port, self.logs = gguf, port, logs
+    def __init__(self, gguf: Path, port: int, logs: Path, chat_format: str = CHAT_FORMAT):
+        self.gguf, self.port, self.logs, self.chat_format = gguf, port, logs, chat_format
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.spec = f"openai-compat:{self.base_url}#{ALIAS}"
         self.out_path, self.err_path = logs / "server.out", logs / "server.err"
@@ -125,7 +127,10 @@ class LlamaServer:
                 # One thread: on a busy 2-core machine two spinning OpenMP
                 # threads make a 135M model ~100x slower (seconds per token).
                 "--n_threads", "1", "--n_threads_batch", "1",
-                "--chat_format", CHAT_FORMAT, "--verbose", "False"]
+                # One token per micro-batch: llama-cpp-python 0.3.36 built here
+                # segfaults decoding a batch of prompt tokens (docs/local-model.md).
+                "--n_ubatch", "1",
+                "--chat_format", self.chat_format, "--verbose", "False"]
 
     def start(self) -> None:
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
@@ -168,20 +173,30 @@ class LlamaServer:
         return text.count('"POST /v1/chat/completions')
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
+def _serve(tmp_path_factory, chat_format: str):
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    server = LlamaServer(_find_gguf(), _free_port(), tmp_path_factory.mktemp("llama-server"))
+    server = LlamaServer(_find_gguf(), _free_port(), tmp_path_factory.mktemp("llama-server"), chat_format)
     t0 = time.monotonic()
     try:
         server.start()
         print(f"\n[local-model] {server.gguf.name} served at {server.base_url} "
-              f"(chat format {CHAT_FORMAT}) in {time.monotonic() - t0:.1f}s")
+              f"(chat format {chat_format}) in {time.monotonic() - t0:.1f}s")
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    yield from _serve(tmp_path_factory, CHAT_FORMAT)
+
+
+@pytest.fixture(scope="module")
+def old_llama_server(tmp_path_factory):
+    """The set-up the docs used before: chatml-function-calling."""
+    yield from _serve(tmp_path_factory, OLD_CHAT_FORMAT)
 
 
 @pytest.fixture(autouse=True)
@@ -206,6 +221,68 @@ def _case():
 
 
 # -- the tests ----------------------------------------------------------------------------
+async def test_tool_results_reach_the_model(llama_server):
+    """The documented server renders tool messages: the same conversation with a
+    long tool result (about 220 tokens) costs that many more prompt tokens than
+    with a short one. On the old set-up (chatml-function-calling) it adds about
+    3 tokens, the tool message's header: this assertion fails there (see
+    test_the_probe_catches_the_old_set_up)."""
+    from tether.evals.probe import probe_tool_results
+
+    model = _model(llama_server)
+    with allow_model_requests():
+        result = await probe_tool_results(model)
+    print(f"[local-model] tool-result probe ({llama_server.chat_format}): {result.why} {result.numbers}")
+    assert result.seen is True, result.why
+    assert result.numbers["added_tokens"] >= result.numbers["expected_tokens"] // 2
+
+
+async def test_the_probe_catches_the_old_set_up(old_llama_server):
+    """chatml-function-calling drops the tool result from the prompt: the probe
+    every eval runs says so, and an eval would stop with an infrastructure error."""
+    from tether.errors import ToolResultsUnseen
+    from tether.evals.probe import check_tool_results
+
+    model = _model(old_llama_server)
+    with allow_model_requests(), pytest.raises(ToolResultsUnseen) as caught:
+        await check_tool_results(model)
+    print(f"[local-model] tool-result probe ({old_llama_server.chat_format}): {caught.value.detail} "
+          f"{caught.value.numbers}")
+    assert caught.value.numbers["added_tokens"] < 10
+
+
+def test_eval_through_the_cli(llama_server, tmp_path):
+    """`tether eval c4` against the documented server: the probe passes, the
+    --model-arg values reach the request events, and each reply's stop reason
+    is recorded (a reply cut at max_tokens is marked truncated)."""
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+    from tether.events import ModelDecisionEvent
+    from tether.store import SQLiteStore
+    from tether.store.export import load_run
+
+    db = tmp_path / "t.db"
+    with allow_model_requests():
+        res = CliRunner().invoke(app, ["eval", "c4", "--model", llama_server.spec, "--case", "C4-AR-01",
+                                       "--model-arg", "max_tokens=32", "--model-arg", "temperature=0",
+                                       "--timeout", str(REQUEST_TIMEOUT_S), "--store", str(db), "-q"],
+                                 catch_exceptions=False)
+    print(res.output)
+    assert res.exit_code == 0, f"{res.output}\n{llama_server.tail()}"
+    store = SQLiteStore(db)
+    (ev,) = store.list_evals()
+    assert ev["config"]["probes"][llama_server.spec]["tool_results_seen"] is True
+    (run,) = store.list_runs(10)
+    t = load_run(store, run["run_id"])
+    requests = t.requests()
+    assert requests and all(req.params == {"max_tokens": 32, "temperature": 0.0} for req, _ in requests)
+    decisions = [d for d in t.of_type(ModelDecisionEvent) if d.role == "agent"]
+    assert decisions and all(d.finish_reason in ("stop", "length", "tool_calls") for d in decisions)
+    assert all(d.truncated == (d.finish_reason == "length") for d in decisions)
+    assert all(d.usage.output_tokens <= 32 for d in decisions)
+
+
 async def test_forced_tool_call_is_parsed(llama_server):
     """One request with the case's tools and a forced call: whatever the model
     writes as arguments comes back as a parsed tool call (or, if it is not a

@@ -94,9 +94,12 @@ def test_guard_verdicts_flow_through_the_loop():
     assert result.status == TerminalStatus.LOOP_ABORTED
     assert [g.verdict for g in t.guard_trips()] == ["hint", "block", "stop"]
     assert [r.error_type for r in t.tool_results()] == [None, None, "guard_blocked", "guard_stopped"]
-    # the hint reached the model on its next request
-    seen = [m.content for m in model.requests[2].messages if m.role == "system"]
-    assert seen == ["you repeated search_flights"]
+    # the hint reached the model on its next request, appended to the last tool
+    # result (no extra system message), and only on that request
+    sent = model.requests[2].messages
+    assert [m.role for m in sent].count("system") == 0
+    assert sent[-1].role == "tool" and sent[-1].content.endswith("\n\n[tether] you repeated search_flights")
+    assert not any("you repeated" in m.content for m in model.requests[3].messages)
 
 
 def test_sync_wrapper_refuses_to_nest():
@@ -110,3 +113,36 @@ def test_sync_wrapper_refuses_to_nest():
 async def test_async_api():
     result = await run_agent(ScriptedModel([Decision.final("好")]), ToolSet(), message="嗨")
     assert result.reply == "好"
+
+
+class StopWithFinishUp(BaseGuard):
+    """Stops the run at the second call and asks the model for a last answer."""
+
+    name = "test"
+
+    def before_tool(self, ctx, call):
+        if len(ctx.trajectory.tool_calls(call.name)) >= 2:
+            return Verdict("stop", "repeat", "second call", {"count": 2}, finish_up=True)
+        return None
+
+
+def test_the_finish_up_request_is_appended_timed_and_counted():
+    """The guard's finish-up request adds no system message (servers that render the
+    tool list per system message would send it again) and offers no tools; its
+    answer is timed and counted like any agent request."""
+    def answer(req):
+        return Decision.final("已停止：查不到。") if not req.tools else Decision.call("search_flights", {"date": "x"})
+
+    model = FunctionModel(answer)
+    result = run_agent_sync(model, ToolSet([search_flights]), message="go",
+                            config=RunConfig(system_prompt="sys", guards=[StopWithFinishUp()], guards_label="test"))
+    assert result.status == TerminalStatus.LOOP_ABORTED and result.reply == "已停止：查不到。"
+    last = model.requests[-1]
+    assert last.tools == [] and [m.role for m in last.messages].count("system") == 1
+    assert last.messages[-1].role == "tool" and "\n\n[tether] " in last.messages[-1].content
+    assert "second call" in last.messages[-1].content
+    t = result.trajectory
+    decisions = [e for e in t if e.type == "model_decision"]
+    requests = [e for e in t if e.type == "model_request"]
+    assert len(decisions) == len(requests) == 3 and result.trajectory.finished.steps == 3
+    assert decisions[-1].latency_ms > 0

@@ -99,7 +99,14 @@ def render_transcript(t: Trajectory, console: Console, *, messages: MessagesMode
         elif isinstance(e, ModelDecisionEvent):
             head = Text.assemble((f"    decision ({ROLE_LABEL.get(e.role, e.role)}) {e.kind}",
                                   _ROLE_STYLE.get(e.role, "bold")),
-                                 f" · {_usage(e.usage)} · {e.latency_ms:.0f} ms")
+                                 f" · {_usage(e.usage)} · {e.latency_ms:.0f} ms"
+                                 + (f" (+{e.queued_ms:.0f} ms queued)" if e.queued_ms >= 1 else "")
+                                 + (f" · {len(e.attempts)} attempts: "
+                                    + ", ".join(f"{a.get('outcome')} {float(a.get('wire_ms') or 0):.0f} ms"
+                                                for a in e.attempts) if len(e.attempts) > 1 else ""),
+                                 (" · truncated (finish_reason "
+                                  f"{e.finish_reason}): the reply was cut by the token limit" if e.truncated else "",
+                                  "bold red"))
             p(head, highlight=False)
             if e.text:
                 p(Text("      " + e.text), highlight=False)
@@ -132,7 +139,13 @@ def render_transcript(t: Trajectory, console: Console, *, messages: MessagesMode
             p(Text.assemble(("run_finished", "bold"), f" {e.status} after {e.steps} step(s)"
                             + (f" · reason: {e.reason}" if e.reason else "")
                             + (f" · error ({e.error_kind or '?'}): {e.error}" if e.error else "")), highlight=False)
-            p(Text.assemble(("reply", "bold"), ": ", e.reply), highlight=False)
+            cut = t.truncated_decisions()
+            last_cut = bool(cut) and cut[-1].text == e.reply and bool(e.reply)
+            p(Text.assemble(("reply", "bold"), (" (truncated: cut by the token limit)", "bold red") if last_cut else "",
+                            ": ", e.reply), highlight=False)
+            if cut:
+                p(Text(f"truncated: {len(cut)} of the agent's replies were cut by the output token limit "
+                       "(finish_reason length)", style="bold red"), highlight=False)
     _usage_summary(t, console)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,8 @@ from ._common import (
     err_console,
     user_errors,
 )
+
+EXIT_ERRORS = 4      # trials in error, or an eval stopped before any trial (docs/limits.md)
 
 CALIBRATION = ["policy:stubborn", "policy:quitter", "policy:steady"]
 
@@ -60,6 +63,8 @@ Examples:
   tether eval c4 --model policy:steady --trials 5 --executor ray   # trials as Ray tasks (tether\\[ray])
 
   tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --max-connections 1 --timeout 300
+
+  tether eval c4 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --model-arg max_tokens=256 --model-arg temperature=0 --model-arg tool_choice=auto
 """
 
 def eval_command(
@@ -90,6 +95,7 @@ def eval_command(
     resume: Annotated[Optional[str], typer.Option(help="continue this interrupted eval (its suite, models, guards, trials and options come from the store); finished trials are kept", metavar="EVAL_ID")] = None,
     max_connections: Annotated[Optional[int], typer.Option(min=1, help="requests in flight at once per provider model (default 16; 1 for a server on this machine)")] = None,
     timeout: Annotated[Optional[float], typer.Option(min=0.1, help="seconds one provider request may take on the wire (default 60; waiting for a connection slot not counted)")] = None,
+    model_arg: Annotated[Optional[list[str]], typer.Option("--model-arg", help="a request parameter for provider models, key=value, repeatable: max_tokens=256, temperature=0, tool_choice=auto (a JSON value is taken as JSON); recorded on every request event")] = None,
 ) -> None:
     # Imported here, not at the top: `tether eval --help` needs none of it.
     import asyncio
@@ -97,7 +103,7 @@ def eval_command(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..errors import UsageError
+    from ..errors import ToolResultsUnseen, UsageError
     from ..evals import EvalConfig, load_suite, run_suite
     from ..evals.runner import new_eval_id, open_store, resolve_agent
     from ..guards.stacks import guard_stack
@@ -121,6 +127,7 @@ def eval_command(
             max_steps, simulator, case_ids = opts["max_steps"], opts["simulator"], opts["cases"]
             judge, judge_samples = opts.get("judge"), opts.get("judge_samples") or 1
             max_connections, timeout = opts.get("max_connections"), opts.get("timeout")
+            model_arg = [f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (opts.get("model_args") or {}).items()]
             concurrency = opts.get("concurrency") or concurrency
             system_prompt = SystemPromptMode(opts.get("system_prompt") or "agent")
         cases = load_suite(suite)
@@ -132,8 +139,10 @@ def eval_command(
                 err_console.print(f"no case matches {case}")
                 raise typer.Exit(2)
         from ..models import resolve_model
-        from ..models.registry import with_limits
-        limits = {k: v for k, v in (("max_connections", max_connections), ("timeout", timeout)) if v is not None}
+        from ..models.registry import parse_model_args, with_limits
+        model_args = parse_model_args(model_arg)
+        limits = {k: v for k, v in (("max_connections", max_connections), ("timeout", timeout),
+                                    ("args", model_args or None)) if v is not None}
         for m in models:
             with_limits(resolve_model(m), **limits)   # fail fast on an unknown spec or a limit it cannot take
         for a in agents:
@@ -146,7 +155,8 @@ def eval_command(
         options = {"suite": suite, "models": models, "agents": agents, "trials": trials, "guards": guards,
                    "sweep": sweep, "max_steps": max_steps, "simulator": simulator, "cases": [c.id for c in cases],
                    "judge": judge, "judge_samples": judge_samples, "max_connections": max_connections,
-                   "timeout": timeout, "concurrency": concurrency, "system_prompt": SystemPromptMode(system_prompt).value}
+                   "timeout": timeout, "concurrency": concurrency, "system_prompt": SystemPromptMode(system_prompt).value,
+                   "model_args": model_args}
         config = EvalConfig(trials=trials, concurrency=concurrency, export_dir=out, max_steps=max_steps,
                             system_prompt_mode=SystemPromptMode(system_prompt).value,
                             guard_stacks=stacks, simulator=simulator, store=db, eval_id=eval_id,
@@ -182,7 +192,12 @@ def eval_command(
                                                 judge=judging, fail_under=fail_under, max_errors=max_errors))
             except EvalGateFailed as exc:      # reported after the results, as the exit code
                 gate, results = exc, exc.results
+            except ToolResultsUnseen as exc:
+                err_console.print(f"infrastructure: {exc}. The eval stopped before any trial: nothing was "
+                                  f"scored: exit {EXIT_ERRORS}", highlight=False, soft_wrap=True)
+                raise typer.Exit(EXIT_ERRORS) from None
         results = results.model_copy(update={"store": store_label})
+        _note_unseen_tools(db, eval_id)
     render_summary(results, console)
     if not quiet:
         render_matrix(results, console)
@@ -232,6 +247,17 @@ def _trials_phrase(cases: int, subjects: int, stacks: int, trials: int) -> str:
     if trials > 1:
         parts.append(f"{trials} trials each")
     return f"{_plural(cases * subjects * stacks * trials, 'trial')}: " + " x ".join(parts)
+
+
+def _note_unseen_tools(db, eval_id: str) -> None:
+    """Say so when the probe found a model's prompt shows no tool list (evals/probe.py)."""
+    stored = db.get_eval(eval_id) or {}
+    for label, probe in ((stored.get("config") or {}).get("probes") or {}).items():
+        if probe.get("tools_seen") is False:
+            console.print(f"note: {label} sees tool results but not the tool list (offering a tool added "
+                          f"{probe.get('tools_added_tokens')} prompt tokens): its chat template has no place for "
+                          "tools, so its tool use (or the lack of it) says little about the agent; see "
+                          "docs/local-model.md", style="yellow", highlight=False, soft_wrap=True)
 
 
 def _options_of(stored: dict) -> dict:

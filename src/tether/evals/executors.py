@@ -62,6 +62,7 @@ class Subject:
     agent: str | None = None
     model_limits: dict[str, Any] = field(default_factory=dict)
     _make: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    _model: Any = field(default=None, repr=False, compare=False)
 
     def factory(self) -> Callable[[], Any]:
         """A function making a fresh agent per trial (the model is resolved once)."""
@@ -76,12 +77,18 @@ class Subject:
                 from ..runtime.loop import LoopAgent
 
                 model = with_limits(resolve_model(self.model), **self.model_limits)
+                self._model = model
                 self._make = lambda: LoopAgent(model)
         return self._make
 
+    def resolved_model(self) -> Any:
+        """The model tether's loop drives (None for an agent subject)."""
+        self.factory()
+        return self._model
+
     def portable(self) -> "Subject":
         """The subject without its resolved factory (to send to another process)."""
-        return replace(self, _make=None)
+        return replace(self, _make=None, _model=None)
 
 
 @dataclass

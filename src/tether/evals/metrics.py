@@ -51,6 +51,7 @@ def counters(t: Trajectory) -> Counters:
         errors=sum(1 for r in t.tool_results() if not r.ok and r.outcome is not Outcome.BLOCKED),
         guard_trips=len(t.guard_trips()),
         outcomes={k: n for k, n in t.outcome_counts().items() if n},
+        truncated=len(t.truncated_decisions()),
     )
 
 
@@ -133,6 +134,15 @@ def _root_cause(spec: Any, result, t: Trajectory, c: Counters, lang: str = "zh")
     return result.evidence
 
 
+def _truncation_note(c: Counters, lang: str) -> str:
+    """Said first when a reply was cut by the token limit: the failure may be the limit's, not the agent's."""
+    if not c.truncated:
+        return ""
+    return (f"回复被输出长度上限截断（finish_reason length，{c.truncated} 次），不是完整的回答；" if lang == "zh" else
+            f"the reply was truncated by the output token limit (finish_reason length, {c.truncated} time(s)), "
+            "not a complete answer; ")
+
+
 def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Counters) -> Attribution | None:
     """The failure attribution (失败归因) of a failed trial (None when it did not fail)."""
     failed = score.failed()
@@ -141,7 +151,8 @@ def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Count
     by_id = {cr.id: cr for cr in case.criteria}
     first = failed[0]
     spec = by_id[first.id]
-    translations = {lang: {"root_cause": _root_cause(spec, first, t, c, lang)} for lang in ("en", "zh")}
+    translations = {lang: {"root_cause": _truncation_note(c, lang) + _root_cause(spec, first, t, c, lang)}
+                    for lang in ("en", "zh")}
     if not spec.fix_suggestion:
         translations["en"]["fix_suggestion"] = _DEFAULT_FIX_EN.get(spec.failure_type, "")
         translations["zh"]["fix_suggestion"] = _DEFAULT_FIX.get(spec.failure_type, "")

@@ -59,6 +59,7 @@ class Counters(BaseModel):
     guard_trips: int = 0
     # tool calls by outcome (tether.events.Outcome; "unfinished": no result recorded), zeros left out
     outcomes: dict[str, int] = Field(default_factory=dict)
+    truncated: int = 0          # the agent's replies cut by the output token limit (finish_reason length)
 
 
 class Attribution(BaseModel):

@@ -245,10 +245,13 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
     subjects = _subjects(models, agents, config.model_limits)
     for s in subjects.values():
         s.factory()                     # resolve every subject before anything is stored
+    probes = await _probe_subjects(subjects)    # a model that cannot see tool results stops the eval here
     executor = make_executor(config.executor, ray_address=config.ray_address)
     store, store_label = open_store(config.store)
     eval_id = config.eval_id or new_eval_id()
     record = _eval_record(subjects, cases, config)
+    if probes:
+        record["probes"] = probes
     planned = [TrialJob(label, stack, case.id, trial, trial_run_id(eval_id, label, stack, case.id, trial))
                for label in subjects for stack in config.guard_stacks for case in cases
                for trial in range(config.trials)]
@@ -297,6 +300,20 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
     if judging is not None:
         out = await judge_results(out, cases, judging, store)
     check_gates(out, fail_under=fail_under, max_errors=max_errors)
+    return out
+
+
+async def _probe_subjects(subjects: dict[str, Subject]) -> dict[str, dict]:
+    """Check once per eval that each provider model sees tool results (evals/probe.py);
+    raises ToolResultsUnseen when one does not."""
+    from .probe import check_tool_results
+
+    out = {}
+    for label, s in subjects.items():
+        if s.agent is None:
+            result = await check_tool_results(s.resolved_model())
+            if result is not None:
+                out[label] = result.record()
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
-from typing import Iterator, Protocol, runtime_checkable
+from typing import Any, Iterator, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -40,6 +40,33 @@ class ModelRequest(BaseModel):
 class ModelResponse(BaseModel):
     decision: Decision
     usage: Usage = Field(default_factory=Usage)
+    # The provider's stop reason as it sent it ("stop", "tool_calls", "length", ...);
+    # "length" means the reply was cut by the token limit. None: not reported.
+    finish_reason: str | None = None
+    # Provider adapters: every HTTP attempt of this request (outcome, wire_ms on the
+    # wire, queued_ms waiting for a connection slot); the last one answered.
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+    # The request parameters sent besides messages and tools (temperature, max_tokens, tool_choice, ...).
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by the output token limit."""
+        return self.finish_reason in TRUNCATED_REASONS
+
+    @property
+    def wire_ms(self) -> float | None:
+        """Time on the wire of the attempt that answered (None: no attempts reported)."""
+        return float(self.attempts[-1].get("wire_ms") or 0.0) if self.attempts else None
+
+    @property
+    def queued_ms(self) -> float:
+        """Time spent waiting for a connection slot, over all attempts."""
+        return sum(float(a.get("queued_ms") or 0.0) for a in self.attempts)
+
+
+# Stop reasons that mean "cut by the token limit": OpenAI's and Anthropic's spelling.
+TRUNCATED_REASONS = frozenset({"length", "max_tokens"})
 
 
 @runtime_checkable

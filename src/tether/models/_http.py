@@ -248,12 +248,15 @@ async def send_with_retries(
     stats: AdapterStats,
     secrets: Iterable[str | None] = (),
     limit: ConnectionLimit | None = None,
+    log_attempts: list[dict[str, Any]] | None = None,
 ) -> HTTPReply:
     """Call ``attempt`` until it returns a 2xx reply, retrying what is worth it.
 
     Each attempt gets ``options.timeout`` seconds on the wire, counted once it
     holds a connection slot of ``limit``. Raises :class:`ProviderFailure`
-    (never an SDK exception) when it gives up.
+    (never an SDK exception) when it gives up. ``log_attempts``, when given,
+    gets one entry per attempt: its outcome, its time on the wire and the time
+    it waited for a connection slot (``wire_ms``, ``queued_ms``).
     """
     policy = options.retry
     secrets = list(secrets)
@@ -273,9 +276,16 @@ async def send_with_retries(
         retry_after: float | None = None
         status: int | None = None
         connect_failed = False
+        entry: dict[str, Any] = {"attempt": attempts, "outcome": "", "wire_ms": 0.0, "queued_ms": 0.0}
+        if log_attempts is not None:
+            log_attempts.append(entry)
+        queued_at = time.perf_counter()
+        on_wire = queued_at
         try:
             if limit is not None:
                 async with limit.slot():
+                    on_wire = time.perf_counter()
+                    entry["queued_ms"] = round((on_wire - queued_at) * 1000, 3)
                     async with asyncio.timeout(options.timeout):
                         reply = await attempt()
             else:
@@ -289,6 +299,8 @@ async def send_with_retries(
                     else f"connection failed: {snippet(exc.detail, secrets)}")
         else:
             status = reply.status
+            entry["wire_ms"] = round((time.perf_counter() - on_wire) * 1000, 3)
+            entry["outcome"] = f"HTTP {status}"
             if 200 <= status < 300:
                 return reply
             body = snippet(reply.text, secrets)
@@ -298,6 +310,9 @@ async def send_with_retries(
             what = f"HTTP {status}: {body or '(empty body)'}"
             retry_after = parse_retry_after(reply.headers)
 
+        if not entry["outcome"]:
+            entry["wire_ms"] = round((time.perf_counter() - on_wire) * 1000, 3)
+            entry["outcome"] = reason
         if reason in ("timeout", "connection") and not policy.retry_timeouts:
             raise fail(reason, what, status)
         retry = attempts - 1
@@ -323,7 +338,7 @@ async def send_with_retries(
 
 async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[Any]], *, model: str, step: int,
                         options: ModelOptions, stats: AdapterStats, secrets: list[str],
-                        limit: ConnectionLimit | None = None) -> Any:
+                        limit: ConnectionLimit | None = None, log_attempts: list[dict[str, Any]] | None = None) -> Any:
     """One request through an official SDK (``openai`` or ``anthropic``: both
     expose the same error classes) with tether's retries; returns the decoded
     JSON body. ``create`` makes the raw-response call."""
@@ -343,7 +358,7 @@ async def sdk_roundtrip(sdk: Any, client: Any, create: Callable[[], Awaitable[An
 
     async with client:
         reply = await send_with_retries(attempt, model=model, step=step, options=options, stats=stats, secrets=secrets,
-                                        limit=limit)
+                                        limit=limit, log_attempts=log_attempts)
     return decode_json_body(reply, model=model, step=step, stats=stats, secrets=secrets)
 
 

@@ -169,12 +169,22 @@ class AnthropicModel:
         extra = dict(self.options.extra_body or {})
 
         secrets = [key]
+        attempts: list[dict[str, Any]] = []
         data = await sdk_roundtrip(
             anthropic, client,
             lambda: client.messages.with_raw_response.create(**body, extra_body=extra or None, timeout=self.options.timeout),
             model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets,
-            limit=self.limit)
-        return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
+            limit=self.limit, log_attempts=attempts)
+        response = self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
+        return response.model_copy(update={"attempts": attempts, "params": self.params()})
+
+    def params(self) -> dict[str, Any]:
+        """The request parameters sent besides messages and tools (recorded on each request event)."""
+        out: dict[str, Any] = {"max_tokens": self.options.max_tokens or DEFAULT_MAX_TOKENS}
+        if self.options.temperature is not None:
+            out["temperature"] = self.options.temperature
+        out.update(self.options.extra_body or {})
+        return out
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,
               secrets: tuple[str, ...] | list[str] = ()) -> ModelResponse:
@@ -200,8 +210,10 @@ class AnthropicModel:
         input_tokens = sum(int(usage.get(k) or 0) for k in
                            ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
                            if isinstance(usage.get(k), (int, float)))
-        return ModelResponse(decision=decision, usage=make_usage(self.model, input_tokens, usage.get("output_tokens"),
-                                                                 prices=self.options.prices))
+        stop = data.get("stop_reason")
+        return ModelResponse(decision=decision, finish_reason=stop[:40] if isinstance(stop, str) and stop else None,
+                             usage=make_usage(self.model, input_tokens, usage.get("output_tokens"),
+                                              prices=self.options.prices))
 
 
 

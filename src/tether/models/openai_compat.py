@@ -152,6 +152,16 @@ class OpenAIChatModel:
             body["max_tokens"] = self.options.max_tokens
         return body, ask_offered
 
+    def params(self) -> dict[str, Any]:
+        """The request parameters sent besides messages and tools (recorded on each request event)."""
+        out: dict[str, Any] = {}
+        if self.options.temperature is not None:
+            out["temperature"] = self.options.temperature
+        if self.options.max_tokens is not None:
+            out["max_tokens"] = self.options.max_tokens
+        out.update(self.options.extra_body or {})
+        return out
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         check_model_requests_allowed(self.name)
         self.stats.requests += 1
@@ -163,13 +173,15 @@ class OpenAIChatModel:
         extra = dict(self.options.extra_body or {})
 
         secrets = [key]
+        attempts: list[dict[str, Any]] = []
         data = await sdk_roundtrip(
             openai, client,
             lambda: client.chat.completions.with_raw_response.create(
                 **body, extra_body=extra or None, timeout=self.options.timeout),
             model=self.name, step=request.step, options=self.options, stats=self.stats, secrets=secrets,
-            limit=self.limit)
-        return self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
+            limit=self.limit, log_attempts=attempts)
+        response = self.parse(data, request, ask_offered=ask_offered, secrets=secrets)
+        return response.model_copy(update={"attempts": attempts, "params": self.params()})
 
     def parse(self, data: dict[str, Any], request: ModelRequest, *, ask_offered: bool,
               secrets: tuple[str, ...] | list[str] = ()) -> ModelResponse:
@@ -193,14 +205,16 @@ class OpenAIChatModel:
                                  name=str(fn.get("name") or ""), arguments=fn.get("arguments")))
         decision = build_decision(calls, text, tools=request.tools, ask_user_offered=ask_offered,
                                   stats=self.stats, step=request.step)
+        finish = choices[0].get("finish_reason")
+        finish = finish[:40] if isinstance(finish, str) and finish else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
         if usage is None:
             self.stats.usage_estimated += 1
             prompt = estimate_tokens(json.dumps(to_openai_messages(request.messages), ensure_ascii=False))
             completion = estimate_tokens(json.dumps(message, ensure_ascii=False))
-            return ModelResponse(decision=decision, usage=make_usage(self.model, prompt, completion,
-                                                                     prices=self.options.prices))
-        return ModelResponse(decision=decision, usage=make_usage(
+            return ModelResponse(decision=decision, finish_reason=finish,
+                                 usage=make_usage(self.model, prompt, completion, prices=self.options.prices))
+        return ModelResponse(decision=decision, finish_reason=finish, usage=make_usage(
             self.model, usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("cost"),
             prices=self.options.prices))
 

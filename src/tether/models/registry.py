@@ -146,12 +146,49 @@ def known_prefixes() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def with_limits(model: Model, *, max_connections: int | None = None, timeout: float | None = None) -> Model:
-    """``model`` with a per-model connection limit and per-attempt timeout (seconds on
-    the wire), for the provider adapters (``openai:``, ``openai-compat:``,
-    ``anthropic:``: anything with ``ModelOptions`` and a ``ConnectionLimit``).
-    Other models take neither: a UsageError says so when one is asked for."""
-    if max_connections is None and timeout is None:
+# Request fields tether writes itself: a --model-arg cannot replace them.
+_RESERVED_ARGS = frozenset({"model", "messages", "tools", "stream", "system"})
+MAX_MODEL_ARGS = 32
+
+
+def parse_model_args(items: list[str] | None) -> dict:
+    """``--model-arg key=value`` items -> {key: value}. A value that is valid JSON is
+    taken as JSON (``0`` a number, ``{"type": "function", ...}`` an object, ``null``),
+    anything else as a string (``tool_choice=auto``)."""
+    import json
+    import re
+
+    from ..errors import UsageError
+
+    out: dict = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", key):
+            raise UsageError(f"--model-arg {item[:80]!r}: expected key=value, e.g. max_tokens=256 or tool_choice=auto")
+        if key in _RESERVED_ARGS:
+            raise UsageError(f"--model-arg {key}: tether sets {key!r} itself; it cannot be given as a model argument")
+        if len(raw) > 10_000:
+            raise UsageError(f"--model-arg {key}: the value is longer than 10,000 characters")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[key] = value
+    if len(out) > MAX_MODEL_ARGS:
+        raise UsageError(f"at most {MAX_MODEL_ARGS} --model-arg options")
+    return out
+
+
+def with_limits(model: Model, *, max_connections: int | None = None, timeout: float | None = None,
+                args: dict | None = None) -> Model:
+    """``model`` with a per-model connection limit, a per-attempt timeout (seconds on
+    the wire) and request parameters ``args`` (``temperature``, ``max_tokens`` and
+    anything else, such as ``tool_choice``, sent as extra body fields), for the
+    provider adapters (``openai:``, ``openai-compat:``, ``anthropic:``: anything with
+    ``ModelOptions`` and a ``ConnectionLimit``). Other models take none of these: a
+    UsageError says so when one is asked for."""
+    if max_connections is None and timeout is None and not args:
         return model
     options = getattr(model, "options", None)
     from dataclasses import is_dataclass, replace
@@ -161,8 +198,8 @@ def with_limits(model: Model, *, max_connections: int | None = None, timeout: fl
     if not (isinstance(options, ModelOptions) and is_dataclass(options) and hasattr(model, "limit")):
         from ..errors import UsageError
 
-        raise UsageError(f"model {getattr(model, 'name', model)!r} takes no --max-connections / --timeout "
-                         "(only the provider adapters: openai:, openai-compat:, anthropic:)")
+        raise UsageError(f"model {getattr(model, 'name', model)!r} takes no --max-connections / --timeout / "
+                         "--model-arg (only the provider adapters: openai:, openai-compat:, anthropic:)")
     if max_connections is not None and max_connections < 1:
         from ..errors import UsageError
 
@@ -173,5 +210,30 @@ def with_limits(model: Model, *, max_connections: int | None = None, timeout: fl
     if max_connections is not None:
         changes["max_connections"] = max_connections
         model.limit = ConnectionLimit(max_connections)  # type: ignore[attr-defined]
+    if args:
+        changes.update(_option_args(args, options))
     model.options = replace(options, **changes)  # type: ignore[attr-defined]
     return model
+
+
+def _option_args(args: dict, options) -> dict:
+    """--model-arg values as ModelOptions changes: temperature and max_tokens are
+    options (checked), the rest goes into extra_body as given."""
+    from ..errors import UsageError
+
+    changes: dict = {}
+    extra = dict(options.extra_body or {})
+    for key, value in args.items():
+        if key == "temperature":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise UsageError(f"--model-arg temperature={value!r}: expected a number")
+            changes["temperature"] = None if value is None else float(value)
+        elif key == "max_tokens":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise UsageError(f"--model-arg max_tokens={value!r}: expected a whole number of at least 1")
+            changes["max_tokens"] = value
+        else:
+            extra[key] = value
+    if extra:
+        changes["extra_body"] = extra
+    return changes

@@ -153,7 +153,9 @@ class ReplayModel:
         if self.live is not None:
             return await self.live.request(request)
         d = self.recorded[index].decision
-        return ModelResponse(decision=Decision(kind=d.kind, tool_calls=d.tool_calls, text=d.text), usage=d.usage)
+        # the recorded stop reason too: a reply cut by the token limit stays truncated when replayed
+        return ModelResponse(decision=Decision(kind=d.kind, tool_calls=d.tool_calls, text=d.text), usage=d.usage,
+                             finish_reason=d.finish_reason)
 
     def _find(self, step: int, live: dict[str, Any]) -> tuple[int | None, Mismatch | None]:
         used, n = self.state.model_used, len(self.recorded)

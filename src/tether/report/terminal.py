@@ -175,6 +175,9 @@ def render_cases(run: ModelRunResult, console: Console, label: str | None = None
         last = case.trials[-1]
         c = last.counters
         statuses = ", ".join(sorted({t.status for t in case.trials}))
+        cut = sum(t.counters.truncated for t in case.trials)
+        if cut:
+            statuses += f" truncated×{cut}"
         row = [case.case_id, _case_verdict(case), statuses,
                str(c.tool_calls), str(c.max_identical), str(c.retries), str(c.strategies), str(c.questions)]
         if multi:
@@ -183,6 +186,9 @@ def render_cases(run: ModelRunResult, console: Console, label: str | None = None
         for cr in last.criteria:
             if cr.verdict in ("fail", "unclear"):
                 reasons.append((case.case_id, cr.verdict, f"{cr.id}: {cr.evidence}"))
+        if cut:
+            reasons.append((case.case_id, "truncated", f"{cut} reply(ies) cut by the output token limit "
+                                                       "(finish_reason length): not complete answers"))
     console.print(table)
     console.print("  call tool calls executed · same most repeats of one exact call · rtry calls repeating an unsuccessful "
                   "call · strt distinct recovery strategies · ask questions to the user", style="dim",
@@ -196,7 +202,7 @@ def render_cases(run: ModelRunResult, console: Console, label: str | None = None
         console.print(f"  95% Wilson intervals: {spans}", style="dim", highlight=False)
     for case_id, verdict, why in reasons:
         line = Text(f"  {case_id} ")
-        line.append(verdict, style=VERDICT_STYLE[verdict])
+        line.append(verdict, style=VERDICT_STYLE.get(verdict, "bold red"))
         line.append(f" {why}")
         console.print(line, highlight=False, soft_wrap=False)
 

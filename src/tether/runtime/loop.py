@@ -19,6 +19,7 @@ agent on the same session and driver.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
@@ -30,7 +31,7 @@ from ..messages import DecisionKind, Message
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
 from ..tools import ToolSet
-from .session import RunResult, RunSession, Turn
+from .session import RunResult, RunSession, Turn, model_params
 
 Ending = tuple[TerminalStatus, str, str]   # status, reply, reason
 
@@ -138,7 +139,9 @@ class LoopAgent:
         s = session.state
         await run_pending(session)                  # a resumed run may have calls left to make
         while s.step < task.max_steps:
-            request = await session.before_model(ModelRequest(messages=s.messages, tools=session.specs))
+            base = ModelRequest(messages=s.messages, tools=session.specs)
+            request = await session.before_model(base)
+            request = request.model_copy(update={"messages": deliver_inline(base.messages, request.messages)})
             decision = await session.request_model(self.model, request)
             if decision.kind == DecisionKind.FINAL or (decision.kind == DecisionKind.TOOL_CALLS
                                                        and not decision.tool_calls):
@@ -169,14 +172,62 @@ class LoopAgent:
         message = (localized(verdict, lang) if lang != "en" and callable(localized) else None) or verdict.message
         prompt = i18n.text(lang, "finish_up", guard=getattr(session.stopped_by, "name", "guard"), message=message)
         s.step += 1
-        request = ModelRequest(messages=[*s.messages, Message(role="system", content=prompt)], tools=[], step=s.step)
-        session.record_request(request, model=self.name)
+        request = ModelRequest(messages=append_note(s.messages, prompt), tools=[], step=s.step)
+        session.record_request(request, model=self.name, params=model_params(self.model))
+        started = time.perf_counter()
         try:
             response = await self.model.request(request)
         except Exception as exc:  # the run is ending anyway: keep what we have
             session.add(AgentMessage(content=f"(finish-up failed: {type(exc).__name__}: {exc})", kind="text"))
             return ""
-        return session.record_response(response).text
+        return session.record_response(response, latency_ms=(time.perf_counter() - started) * 1000).text
+
+
+NOTE_MARK = "[tether] "     # what starts a note of tether's inside a tool result or user turn
+
+
+def append_note(messages: list[Message], note: str) -> list[Message]:
+    """``messages`` with ``note`` (marked ``[tether] ``) appended to the last tool
+    result or user turn (a new user turn when the conversation ends otherwise).
+    Never an extra system message: servers that render the tool list once per
+    system message (llama.cpp's chatml-function-calling) would send the whole
+    list again. :func:`split_notes` takes the notes back out."""
+    if not note:
+        return list(messages)
+    if messages and messages[-1].role in ("tool", "user"):
+        last = messages[-1]
+        return [*messages[:-1], last.model_copy(update={"content": f"{last.content}\n\n{NOTE_MARK}{note}"})]
+    return [*messages, Message(role="user", content=NOTE_MARK + note)]
+
+
+def split_notes(content: str) -> tuple[str, list[str]]:
+    """A message's own content and the notes :func:`append_note` added to it."""
+    if content.startswith(NOTE_MARK):
+        content = "\n\n" + content
+    body, *notes = content.split("\n\n" + NOTE_MARK)
+    return body, notes
+
+
+def deliver_inline(original: list[Message], sent: list[Message]) -> list[Message]:
+    """What the session added to a request (pinned text before, guard hints after the
+    original messages, as system messages) folded into the conversation itself:
+    pinned text into the first system message, hints onto the last tool result or
+    user turn (see :func:`append_note`). The model gets the same words, no extra
+    system message."""
+    n = len(original)
+    at = next((i for i in range(len(sent) - n + 1) if sent[i:i + n] == original), None)
+    if at is None or len(sent) == n:
+        return list(sent)
+    pinned = [m.content for m in sent[:at] if m.role == "system"]
+    hints = [m.content for m in sent[at + n:] if m.role == "system"]
+    messages = list(original)
+    if pinned:
+        text = "\n".join(pinned)
+        if messages and messages[0].role == "system":
+            messages[0] = messages[0].model_copy(update={"content": f"{messages[0].content}\n\n{text}"})
+        else:
+            messages.insert(0, Message(role="system", content=text))
+    return append_note(messages, "\n".join(hints)) if hints else messages
 
 
 async def run_pending(session: RunSession) -> None:

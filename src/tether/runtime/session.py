@@ -118,6 +118,7 @@ class RunState:
     pending_calls: list[ToolCallRequest] = field(default_factory=list)
     seen_ids: set[str] = field(default_factory=set)
     strategy: dict[str, Any] = field(default_factory=dict)    # a strategy's own data (plan mode's plan)
+    queued_s: float = 0.0     # seconds the agent's requests waited for a connection slot (not the agent's time)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,7 +126,7 @@ class RunState:
             "step": self.step, "usage": self.usage.model_dump(), "model_calls": self.model_calls,
             "tool_calls": self.tool_calls, "last_text": self.last_text, "pending_hints": list(self.pending_hints),
             "pending_calls": [c.model_dump(mode="json") for c in self.pending_calls],
-            "seen_ids": sorted(self.seen_ids), "strategy": self.strategy,
+            "seen_ids": sorted(self.seen_ids), "strategy": self.strategy, "queued_s": self.queued_s,
         }
 
     @classmethod
@@ -134,7 +135,8 @@ class RunState:
                    usage=Usage.model_validate(d["usage"]), model_calls=d["model_calls"], tool_calls=d["tool_calls"],
                    last_text=d["last_text"], pending_hints=list(d["pending_hints"]),
                    pending_calls=[ToolCallRequest.model_validate(c) for c in d["pending_calls"]],
-                   seen_ids=set(d["seen_ids"]), strategy=dict(d.get("strategy") or {}))
+                   seen_ids=set(d["seen_ids"]), strategy=dict(d.get("strategy") or {}),
+                   queued_s=float(d.get("queued_s") or 0.0))
 
 
 # A run's lease outlives its holder by this long after the last checkpoint (a crashed
@@ -195,6 +197,13 @@ async def side_request(model: Model, request: ModelRequest, *, role: str) -> Mod
         session.record_side(request, response, role=role, model=getattr(model, "name", type(model).__name__),
                             latency_ms=(time.perf_counter() - started) * 1000)
     return response
+
+
+def model_params(model: Any) -> dict[str, Any]:
+    """The request parameters a provider model sends (its ``params()``), {} for other models."""
+    params = getattr(model, "params", None)
+    out = params() if callable(params) else None
+    return dict(out) if isinstance(out, dict) else {}
 
 
 class RunSession(Replaying):
@@ -389,8 +398,11 @@ class RunSession(Replaying):
     # -- guards ---------------------------------------------------------------------
     def ctx(self) -> GuardContext:
         s = self.state
+        # The run's time without the time its requests queued for a connection slot
+        # (other runs' requests on a shared connection are not this agent's doing).
         return GuardContext(trajectory=self.trajectory, step=s.step, usage=s.usage,
-                            elapsed_s=self.clock() - self.t0, model_calls=s.model_calls, tool_calls=s.tool_calls,
+                            elapsed_s=self.clock() - self.t0 - s.queued_s, model_calls=s.model_calls,
+                            tool_calls=s.tool_calls,
                             model_name=self.model_name, tools=self.specs)
 
     async def ask(self, hook: str, *args: Any) -> Verdict | None:
@@ -454,13 +466,16 @@ class RunSession(Replaying):
                                    params=params or {}))
 
     def record_response(self, response: ModelResponse, *, latency_ms: float = 0.0) -> Decision:
-        """Record the agent's decision and usage; returns the decision with call ids unique in the run."""
+        """Record the agent's decision and usage; returns the decision with call ids unique in the run.
+        A provider's response brings its own timing: the latency is its time on the wire,
+        and the time it queued for a connection slot is not charged to the run."""
         s = self.state
         s.model_calls += 1
         decision = self._unique_ids(response.decision)
         s.usage = s.usage + response.usage
+        s.queued_s += response.queued_ms / 1000
         self.add(ModelDecisionEvent(step=s.step, kind=decision.kind, tool_calls=decision.tool_calls, text=decision.text,
-                                    usage=response.usage, latency_ms=round(latency_ms, 3)))
+                                    usage=response.usage, **_timing(response, latency_ms)))
         if decision.text:
             s.last_text = decision.text
         if decision.tool_calls:          # the conversation the session keeps (and checkpoints)
@@ -472,15 +487,15 @@ class RunSession(Replaying):
     def record_side(self, request: ModelRequest, response: ModelResponse, *, role: str, model: str,
                     latency_ms: float = 0.0) -> None:
         """A request made for the run by someone else (judge, simulated user, drift check)."""
-        self.record_request(request, model=model, role=role)
+        self.record_request(request, model=model, role=role, params=response.params)
         d = response.decision
         self.add(ModelDecisionEvent(step=self.state.step, kind=d.kind, tool_calls=d.tool_calls, text=d.text,
-                                    usage=response.usage, role=role, latency_ms=round(latency_ms, 3)))  # type: ignore[arg-type]
+                                    usage=response.usage, role=role, **_timing(response, latency_ms)))  # type: ignore[arg-type]
 
     async def request_model(self, model: Model, request: ModelRequest, *, role: str = "agent") -> Decision:
         """Send a prepared request to ``model``, recorded; a model error becomes ModelFailure."""
         name = getattr(model, "name", type(model).__name__)
-        self.record_request(request, model=name, role=role)
+        self.record_request(request, model=name, role=role, params=model_params(model))
         started = time.perf_counter()
         try:
             response = self.replayed_response() or await model.request(request)
@@ -608,6 +623,14 @@ class RunSession(Replaying):
         if hb.lost:
             self.hold_lease()
         return result
+
+
+def _timing(response: ModelResponse, latency_ms: float) -> dict[str, Any]:
+    """A decision event's timing and stop-reason fields."""
+    wire = response.wire_ms
+    return {"latency_ms": round(wire if wire is not None else latency_ms, 3), "finish_reason": response.finish_reason,
+            "truncated": response.truncated, "queued_ms": round(response.queued_ms, 3),
+            "attempts": list(response.attempts)}
 
 
 def new_run_id() -> str:

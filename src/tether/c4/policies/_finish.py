@@ -45,10 +45,20 @@ def not_run(a: Assessment | None) -> bool:
 
 
 def stop_reason(messages: list[Message]) -> str | None:
-    """The closing system message's reason, when the request ends with one."""
-    if not messages or messages[-1].role != "system":
+    """The reason in the finish-up request: a closing system message, or the note
+    tether appended to the last tool result or user turn."""
+    if not messages:
         return None
-    text = " ".join((messages[-1].content or "").split())
+    if messages[-1].role == "system":
+        text = messages[-1].content or ""
+    else:
+        from ...runtime.loop import split_notes
+
+        notes = split_notes(messages[-1].content or "")[1]
+        if not notes:
+            return None
+        text = notes[-1]
+    text = " ".join(text.split())
     m = _REASON.search(text)
     reason = (m.group(1) if m else text).strip()
     return reason if len(reason) <= _REASON_MAX else reason[:_REASON_MAX - 1] + "…"

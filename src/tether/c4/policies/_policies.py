@@ -81,10 +81,15 @@ POLICIES: dict[str, type[_Policy]] = {"stubborn": StubbornPolicy, "quitter": Qui
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 
 
-def make_policy(name: str, *, today: date = DEFAULT_TODAY) -> _Policy:
-    """``make_policy("steady")`` (the part after ``policy:`` in a spec string)."""
+def make_policy(name: str, *, today: date = DEFAULT_TODAY):
+    """``make_policy("steady")`` (the part after ``policy:`` in a spec string): a
+    calibration policy, or one of the null agents (mute, echo, inventor)."""
+    from ._null import NULL_POLICIES
+
     key = name.strip().lower().removeprefix("policy:")
     cls = POLICIES.get(key)
-    if cls is None:
-        raise UsageError(f"unknown policy {name!r}; known policies: {', '.join(POLICY_NAMES)}")
-    return cls(today=today)
+    if cls is not None:
+        return cls(today=today)
+    if key in NULL_POLICIES:
+        return NULL_POLICIES[key]()
+    raise UsageError(f"unknown policy {name!r}; known policies: {', '.join(POLICY_NAMES + tuple(NULL_POLICIES))}")

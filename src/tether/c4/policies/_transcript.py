@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...messages import Decision, Message
+from ...runtime.loop import split_notes
 from ._assess import Assessment, assess, parse_envelope
 
 _QUESTION = re.compile(r"[？?]|请问|请提供|请告诉|请说明|请确认|告诉我|能否|哪里|哪天|多少|是否")
@@ -56,6 +57,10 @@ def read_conversation(messages: list[Message]) -> Conversation:
     for m in messages:
         if m.role == "system":
             continue
+        if m.role in ("user", "tool"):        # tether's notes (guard hints, the finish-up request) are not the user's
+            m = m.model_copy(update={"content": split_notes(m.content)[0]})
+            if m.role == "user" and not m.content:
+                continue
         if m.role == "user":
             asked = prev is not None and prev.role == "assistant" and not prev.tool_calls and is_question(prev.content)
             if asked and conv.request:

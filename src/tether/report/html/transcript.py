@@ -138,7 +138,8 @@ def build(t: Trajectory) -> Transcript:
                 "role": e.role, "kind": str(e.kind), "text": e.text,
                 "calls": [{"name": c.name, "arguments": pretty(c.arguments)} for c in e.tool_calls],
                 "input_tokens": e.usage.input_tokens, "output_tokens": e.usage.output_tokens,
-                "cost": e.usage.cost, "latency_ms": e.latency_ms}))
+                "cost": e.usage.cost, "latency_ms": e.latency_ms, "queued_ms": e.queued_ms,
+                "truncated": e.truncated, "finish_reason": e.finish_reason}))
             start = req.at_ms if req is not None else max(0.0, e.at_ms - e.latency_ms)
             spans.append({"lane": "model" if e.role == "agent" else e.role, "start": start, "end": e.at_ms,
                           "label": f"step {e.step} · {e.role} · {e.usage.input_tokens}+{e.usage.output_tokens} tok"
