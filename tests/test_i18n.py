@@ -133,7 +133,7 @@ def test_the_shipped_schema_lists_the_language_key():
     ("zh", ("失败类型", "根本原因", "修复建议"), "第一次失败后只尝试了 0 种恢复策略就结束"),
 ])
 def test_failure_attribution_labels_follow_lang(lang, labels, cause, tmp_path):
-    args = ["eval", "c4", "--model", "policy:quitter", "--case", "C4-PA-01", "--json", str(tmp_path / "r.json")]
+    args = ["eval", "c4", "--model", "policy:quitter", "--case", "C4-PA-01", "--json", str(tmp_path / "r.json"), "--verbose"]
     out = CliRunner().invoke(app, [*args, "--lang", lang])
     assert out.exit_code == 0, out.output
     for label in labels:

@@ -58,7 +58,7 @@ def test_the_fast_parser_is_used_when_libyaml_is_there():
 
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML without libyaml here")
-    assert case_yaml.LOADER is yaml.CSafeLoader
+    assert issubclass(case_yaml.LOADER, yaml.CSafeLoader)       # libyaml, with dates read as text
 
 
 def test_control_characters_are_still_refused_with_their_line(tmp_path):
@@ -73,3 +73,10 @@ def test_a_one_megabyte_case_is_read_by_libyaml(tmp_path):
     with pytest.raises(CaseFileError) as exc:
         case_yaml.parse(text, "big.yaml")
     assert "alias" not in str(exc.value.problems)
+
+
+def test_a_date_in_a_case_is_text(tmp_path):
+    """`date: 2026-04-08` is the text a tool receives (tool arguments are JSON), not a Python date."""
+    import yaml
+
+    assert yaml.load("args: {date: 2026-04-08}", Loader=case_yaml.LOADER) == {"args": {"date": "2026-04-08"}}

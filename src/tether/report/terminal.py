@@ -121,6 +121,8 @@ def _matrix_cell(case) -> Text:
     text = _case_verdict(case)
     if case.verdict != "error":
         text.append(f" {case.trials[-1].counters.tool_calls}", style="dim")
+    if any(t.counters.truncated for t in case.trials):
+        text.append(" truncated", style="bold red")     # a reply cut by the output token limit, never hidden
     return text
 
 
@@ -149,8 +151,11 @@ def render_matrix(results: Results, console: Console) -> None:
                                      for m in by_subject])
         console.print(table)
     multi = any(r.trials > 1 for r in results.runs)
+    cut = any(t.counters.truncated for run in results.runs for c in run.cases for t in c.trials)
     console.print("  verdict of the case (auto pass / auto fail: its automatic criteria, the judge's unjudged), "
-                  f"then tool calls{' of the last trial' if multi else ''}", style="dim", highlight=False)
+                  f"then tool calls{' of the last trial' if multi else ''}"
+                  + (" · truncated: a reply was cut by the output token limit" if cut else ""),
+                  style="dim", highlight=False)
     for i, (run, label) in enumerate(zip(results.runs, labels), 1):
         modes = ", ".join(f"{k} {v.count}" for k, v in run.failure_modes.items())
         console.print(f"  [{i}] {label} · failure modes: {modes or 'none'}", highlight=False, soft_wrap=True)
