@@ -149,8 +149,9 @@ def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
     def add(event: Any) -> None:
         clock[0] += TURN_MS if isinstance(event, ModelDecisionEvent) else 40.0
         event.at_ms = clock[0]
-        if isinstance(event, ModelDecisionEvent):
-            event.latency_ms = TURN_MS       # the guards measure pacing in the agent's own model time
+        if isinstance(event, ModelDecisionEvent):    # the guards measure pacing in the model's time on the wire
+            event.latency_ms = TURN_MS
+            event.attempts = [{"outcome": "ok", "wire_ms": TURN_MS}]
         t.append(event)
 
     def decide(step: int, kind: DecisionKind, **kw: Any) -> None:

@@ -115,6 +115,9 @@ def parse(text: str, path: str, bounds: Bounds = CASE_BOUNDS) -> tuple[Any, yaml
         problem = exc.problem or str(exc)
         if "expected a single document" in str(exc.context or ""):
             problem = "more than one YAML document (---); a case file holds one case"
+        elif "maximum nesting depth" in str(problem):    # libyaml's own limit, met before the event count's
+            raise _fail(path, f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)",
+                        mark.line + 1 if mark else None, mark.column + 1 if mark else None) from None
         raise _fail(path, f"broken YAML: {problem}", mark.line + 1 if mark else None,
                     mark.column + 1 if mark else None) from None
     except yaml.reader.ReaderError as exc:
@@ -124,6 +127,9 @@ def parse(text: str, path: str, bounds: Bounds = CASE_BOUNDS) -> tuple[Any, yaml
         raise _fail(path, f"a character YAML does not allow (U+{char:04X}): a {bounds.what} is printable text",
                     line, column) from None
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):     # libyaml's own limit, met before the event count's
+            raise _fail(path, f"nested too deeply (a {bounds.what} nests at most {bounds.max_depth} levels)") \
+                from None
         raise _fail(path, f"broken YAML: {exc}") from None
     except ValueError as exc:              # an integer too long to convert
         why = "a number too long to read" if "integer string conversion" in str(exc) else str(exc)[:200]

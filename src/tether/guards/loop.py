@@ -726,13 +726,14 @@ class LoopGuard(BaseGuard):
                 del self.sigs[old[_SIG]]
 
     def _agent_seconds(self, ctx: GuardContext) -> float:
-        """The time the agent's own model spent so far (the recorded latency of its
-        decisions): what "a retry made in quick succession" and "a poll with no wait"
-        are measured in. Not the wall clock: a trial waiting for the event loop, a
-        loaded machine or other concurrent trials must not change a verdict."""
+        """The time the agent's own model spent on the wire so far (the recorded
+        attempts of its decisions): what "a retry made in quick succession" and "a poll
+        with no wait" are measured in. Not the wall clock, and not the time of a model
+        that runs in-process (a policy, a scripted or function model: 0): a loaded
+        machine or other concurrent trials must never change a verdict."""
         events = ctx.trajectory.events
         for event in events[self.thought_scanned:]:
-            if isinstance(event, ModelDecisionEvent) and event.role == "agent":
+            if isinstance(event, ModelDecisionEvent) and event.role == "agent" and event.attempts:
                 self.thinking_s += max(0.0, event.latency_ms) / 1000
         self.thought_scanned = len(events)
         return self.thinking_s
