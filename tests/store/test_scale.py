@@ -175,3 +175,13 @@ def test_a_store_url_that_cannot_be_reached_is_one_clear_line():
     res = invoke("runs", "list", "--store", "postgresql://nobody:s3cret@127.0.0.1:1/none")
     assert res.exit_code == 2 and "cannot be reached" in res.output and "s3cret" not in res.output
     assert "Traceback" not in res.output
+
+
+def test_copy_never_makes_a_store_of_its_source(tmp_path):
+    """`store copy` reads its source: an empty or missing file is refused, and stays as it was."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_bytes(b"")
+    for src, why in ((empty, "an empty file"), (tmp_path / "nosuch.db", "no such file")):
+        res = invoke("store", "copy", str(src), str(tmp_path / "out.db"))
+        assert res.exit_code == 2 and why in res.output, res.output
+    assert empty.read_bytes() == b"" and not (tmp_path / "out.db").exists()

@@ -130,6 +130,7 @@ def copy_command(
     from ..store.copy import copy_store
 
     with user_errors():
+        _an_existing_store(src)          # a copy reads its source: never make a store where there was none
         source = open_store(src, read_only=True)
         target = open_store(dst)
         started = time.perf_counter()
@@ -137,3 +138,23 @@ def copy_command(
     console.print(f"copied {source.where} -> {target.where}: " + ", ".join(f"{n} {t}" for t, n in done["rows"].items())
                   + (f"; {done['checked']} digest(s) recomputed, all equal" if verify else "")
                   + f" ({time.perf_counter() - started:.1f} s)", highlight=False, soft_wrap=True)
+
+
+def _an_existing_store(where: str) -> None:
+    """A file source must already be an SQLite file (opening an empty or missing one
+    would create a store there); a URL is checked by its backend."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    if "://" in where:
+        return
+    path = Path(where)
+    if not path.is_file():
+        raise UsageError(f"store {where}: no such file to copy from")
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head != b"SQLite format 3\x00":
+        raise UsageError(f"store {where} is not a tether store ({'an empty file' if not head else 'not an SQLite file'}); "
+                         "nothing was copied")
+
