@@ -41,6 +41,18 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
+def _read(path: Path, load):
+    """``load(path)``, or None after printing every problem (file:line:column) of a file that does not load."""
+    try:
+        return load(path)
+    except CaseFileError as exc:
+        for loc, msg in exc.problems:
+            _err(f"error {loc}: {msg}")
+    except UsageError as exc:
+        _err(f"error {path}: {exc}")
+    return None
+
+
 def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
@@ -93,17 +105,11 @@ def validate(files: Annotated[list[Path], typer.Argument(help="case YAML files o
             paths = case_files(source)
         for path in paths:
             checked += 1
-            try:
-                c, warnings = check_case(path)
-            except CaseFileError as exc:
+            checked_case = _read(path, check_case)
+            if checked_case is None:
                 bad += 1
-                for loc, msg in exc.problems:
-                    _err(f"error {loc}: {msg}")
                 continue
-            except UsageError as exc:
-                bad += 1
-                _err(f"error {path}: {exc}")
-                continue
+            c, warnings = checked_case
             for loc, msg in warnings:
                 _err(f"warning {loc}: {msg}")
             _out(f"ok {path} ({c.id})" + (f", {len(warnings)} warning(s)" if warnings else ""))
@@ -128,16 +134,9 @@ def test_cases(files: Annotated[list[Path], typer.Argument(help="case YAML files
         with user_errors():
             paths = case_files(str(source))      # a suite name (c4) or a path
         for path in paths:
-            try:
-                c = load_case(path)
-            except CaseFileError as exc:
+            c = _read(path, load_case)
+            if c is None:
                 bad += 1
-                for loc, msg in exc.problems:
-                    _err(f"error {loc}: {msg}")
-                continue
-            except UsageError as exc:
-                bad += 1
-                _err(f"error {path}: {exc}")
                 continue
             cases += 1
             if not c.examples:
