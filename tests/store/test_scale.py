@@ -199,3 +199,18 @@ def test_a_listing_counts_its_matches_only_up_to_a_cap(filled, monkeypatch):
     monkeypatch.setattr(runs_cli, "_COUNT_UPTO", 3)
     out = invoke("runs", "list", "--limit", "2", "--store", filled).output
     assert "2 of more than 3 run(s)" in out.strip().splitlines()[-1]
+
+
+def test_guard_check_reads_every_run_of_either_backend(filled):
+    """`tether guard-check --store S` (no run named): the per-rule trip table over the store's runs, on SQLite
+    and on PostgreSQL alike, and `--json` gives the same counts."""
+    import json
+
+    table = invoke("guard-check", "--store", filled, "--guards", "on")
+    assert table.exit_code == 0 and "Traceback" not in table.output, table.output
+    data = json.loads(invoke("guard-check", "--store", filled, "--guards", "on", "--json").output)
+    assert data["runs"] == len(RUNS)
+    loop = [row for row in data["rules"] if row["guard"] == "loop"]
+    assert loop and all(row["runs"] >= 1 for row in loop)
+    for row in loop:
+        assert row["rule"] in table.output
