@@ -84,7 +84,10 @@ from ._calls import (
     is_submitted,
     is_transient,
     is_wait_name,
-    page_end,
+    is_write_call,
+    is_read_name,
+    id_split,
+    page_state,
     result_hash,
     numbered_copy,
     volatile_pair,
@@ -103,10 +106,14 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
+    retry_hint_after: int = 4          # transient failures of a tool in a row, with no wait between them, that
+                                       # draw a hint (never a block): one past the usual 3-attempt SDK default
+                                       # (crush, hermes, openai-python). Retries with a wait between are left
+                                       # alone until the budget below is used up
     max_transient_retries: int = 4     # retries of a tool failing transiently (5xx, timeout, 429): 5 attempts
                                        # in all, the upper end of SDK retry budgets (tether's HTTP client makes
-                                       # 4, botocore's legacy mode 5). The failure that uses them up draws a
-                                       # hint, never a block; the next attempt stops
+                                       # 4, botocore's legacy mode 5). No attempt within them is blocked or
+                                       # stopped; the attempt after the budget stops
     max_immediate_retries: int = 2     # ... of them made less than min_retry_gap_s after the failure with no
                                        # wait tool between: hammering a failing service (SDKs wait 0.5 s+)
     min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
@@ -114,6 +121,9 @@ class LoopConfig:
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
                                        # empty page) that returned nothing; the next page request trips
+    max_empty_pages: int = 3           # empty pages in a row that still promise more (has_more: true) before the
+                                       # listing counts as ended: 2 happen (openai-node follows cursors through
+                                       # empty pages), the 3rd is a walk that will not end
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
     max_busy_polls: int = 3            # ... unchanged pending answers in a row with no wait between the polls
                                        # (no wait tool, less than ``poll_interval_s`` apart)
@@ -172,10 +182,14 @@ class LoopGuard(BaseGuard):
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
     polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
+    shapes: dict[str, list] = field(default_factory=dict)        # sig -> id_split() of its last answer
+    progressed: int = 0                                          # calls so far that made progress
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
         self._pending: tuple | None = None  # call id and describe_call() from before_tool
+        self._tripped: str | None = None    # the call id before_tool tripped on
+        self._read_kinds: dict[str, bool] = {}
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
 
@@ -215,6 +229,7 @@ class LoopGuard(BaseGuard):
         rules = cfg.rules
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
+            self._tripped = call.id
             return Verdict("block", "outage", self._said or found[0], found[1])
         seen = sig in self.sigs             # the rules about repeats need the call seen before
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
@@ -227,7 +242,10 @@ class LoopGuard(BaseGuard):
                  or ("near_duplicate" in rules and self.tool_streak.get(call.name, 0) >= cfg.max_near_duplicates
                      and self._near_duplicate(call))
                  or ("no_progress" in rules and self.same_result[1] >= cfg.max_no_progress and self._no_progress()))
-        return self._ladder(*found) if found else None
+        if not found:
+            return None
+        self._tripped = call.id
+        return self._ladder(*found)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
         cfg = self.config
@@ -240,12 +258,29 @@ class LoopGuard(BaseGuard):
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
+        tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
         ok = result.ok
         kinds = self._kinds.get(tool)
         action, wait = kinds if kinds is not None else self._kind(ctx, tool)
+        action = action or is_write_call(call.arguments)
         index = self.count
         data = result.data
+        st = self.sigs.get(sig)
+        fresh = None
+        if ok and not wait and type(data) is dict:
+            shape = id_split(data)
+            if shape is not None:
+                before = self.shapes.get(sig)
+                self.shapes[sig] = list(shape)
+                _bound(self.shapes)
+                if before is not None and before[0] == shape[0] and before[1] != shape[1] and st is not None \
+                        and not self._reads(tool) and self._quiet_since(st, tool):
+                    # nothing else happened between: not a re-read after a change
+                    fresh = before[1]           # the same call made another one of something: a side effect
+                    action = True
+                    if sig not in self.acted:
+                        self.acted[sig] = 1
         if wait:
             kind = _POLL
             self.waited = index
@@ -261,6 +296,8 @@ class LoopGuard(BaseGuard):
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and is_empty_data(data)
         listing = None if action or not ok else self.series.get(skey)
+        paging = ok and not action and kind == _NORMAL and (nothing or skey != sig)
+        state = page_state(data, call.arguments) if paging else 0
         if kind != _NORMAL:
             progress = False
         elif not ok:
@@ -270,6 +307,8 @@ class LoopGuard(BaseGuard):
         elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
             progress = False                # a page past the end of a listing
             listing[1] += 1
+        elif nothing and state > 1:
+            progress = False                # an empty page whose next cursor is the one sent: stuck
         elif rkey not in self.seen_results and not nothing:
             progress = True
         elif tkey and tkey not in self.targets:
@@ -278,18 +317,36 @@ class LoopGuard(BaseGuard):
         else:
             progress = False
         if ok and not action and kind == _NORMAL:
-            if nothing or (skey != sig and page_end(data)):
+            if (nothing and state >= 0) or (skey != sig and state > 0):
                 if listing is None:
-                    listing = self.series[skey] = [True, 0]
+                    listing = self.series[skey] = [True, 0, 0]
                     _bound(self.series)
                 listing[0] = True
+                if state > 1 and nothing and listing[1] == 0:
+                    listing[1] = 1          # the page that did not advance is itself past the end
+            elif nothing and skey != sig:
+                # an empty page that says more follow (has_more: true, a fresh cursor): a few are normal
+                # (an API that filters after paging), ``max_empty_pages`` in a row are the end
+                if listing is None:
+                    listing = self.series[skey] = [False, 0, 0]
+                    _bound(self.series)
+                if len(listing) < 3:
+                    listing.append(0)
+                listing[2] += 1
+                if listing[2] >= cfg.max_empty_pages:
+                    listing[0], listing[1] = True, max(listing[1], 1)
+                    if "past_end" in cfg.rules and not tripped:
+                        return self._past_end_now(call, listing)
             elif listing is not None and progress:
                 listing[0], listing[1] = False, 0        # the end was not the end
+                if len(listing) > 2:
+                    listing[2] = 0
             prev = self.last.get(tool)
             if prev is not None and prev[1] == rkey:
-                sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing)
+                sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing, target)
+                st = self.sigs.get(sig)
             else:
-                self.last[tool] = [parts, rkey, 1]
+                self.last[tool] = [parts, rkey, 1, target]
                 if len(self.last) > _MAX_KEYS:
                     _bound(self.last)
         if ok and action:
@@ -305,12 +362,22 @@ class LoopGuard(BaseGuard):
         self.seen_results[rkey] = self.seen_results.get(rkey, 0) + 1
         if tkey:
             self.targets[tkey] = self.targets.get(tkey, 0) + 1
-        st = self.sigs.get(sig)
-        if st is not None and st[0] == rkey:
-            st[1] += 1
-            st[2] = kind
+        # sig -> [result, calls in a row with it, kind, first index, progress count after it, last index,
+        #         calls of it with no progress elsewhere between]
+        before = self.progressed
+        if progress and not self._reads(tool):
+            self.progressed += 1            # something may have changed (a read changes nothing)
+        if st is not None and len(st) > 6 and st[4] == before:
+            total = st[6] + 1               # nothing else progressed since its last call
+            if st[0] == rkey:
+                st[1] += 1
+                # waited for (a wait tool since its last call): a poll, not a repeat
+                st[2] = _POLL if kind == _NORMAL and self.waited > st[5] else kind
+                st[4], st[5], st[6] = self.progressed, index, total
+            else:
+                st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, total]
         else:
-            self.sigs[sig] = [rkey, 1, kind, index]
+            st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, 1]
         if kind == _NORMAL:
             if progress:
                 self.tool_streak[tool] = 0
@@ -338,16 +405,61 @@ class LoopGuard(BaseGuard):
                     return found
         elif self.retries and (ok or kind == _NORMAL):
             self.retries.pop(tool, None)
+        if tripped:
+            return None
         if not ok and "outage" in cfg.rules and result.executed:
             found = self._outage_seen(tool)
             if found is not None:
                 return self._ladder(*found)
+        if fresh is not None and "duplicate_action" in cfg.rules:
+            return self._ladder(*self._fresh_id(call, sig))
+        if st[2] == _NORMAL and st[1] >= 2 and st[6] >= 3 and "identical" in cfg.rules:
+            return self._ladder(*self._identical_after(call, sig, st, ok))
         if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
                 and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
         return None
+
+    def _reads(self, tool: str) -> bool:
+        kind = self._read_kinds.get(tool)
+        if kind is None:
+            kind = self._read_kinds[tool] = is_read_name(tool)
+        return kind
+
+    def _quiet_since(self, st: list, tool: str) -> bool:
+        """No other tool made progress since the call of ``st`` last ran (a re-read
+        after an edit gets a new hash; the same create in a batch gets a new id)."""
+        if len(st) < 6:
+            return False
+        for entry in reversed(self.calls):
+            if entry[_INDEX] <= st[5]:
+                return True
+            if entry[_PROGRESS] and entry[_TOOL] != tool:
+                return False
+        return True
+
+    def _fresh_id(self, call: ToolCallRequest, sig: str):
+        """The same call answered the same way under a fresh id: it made another one."""
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("duplicate_action", sig,
+                f"{call.name} ({_short(call.arguments)}) was called again with the same arguments and answered the "
+                "same way under a new id: it made another one (another task, record or message). Use the one "
+                "already made; if it must be done again, say why first.",
+                {"count": 2, "limit": 1, "tool": call.name})
+
+    def _identical_after(self, call: ToolCallRequest, sig: str, st: list, ok: bool):
+        """After the result: the third call (or later) of the same call, with nothing
+        else progressing between, came back as the one before it (``git commit``
+        answered "nothing to commit" twice after the commit that worked)."""
+        n = st[1]
+        what = "failed the same way" if not ok else "returned the same"
+        self._say("loop.identical", count=n, tool=call.name, args=_short(call.arguments), limit=n - 1)
+        return ("identical", sig,
+                f"{call.name} ({_short(call.arguments)}) {what} {n} times in a row ({st[6]} calls in all) with "
+                f"nothing else changing between them; limit {n - 1}.",
+                {"count": n, "limit": n - 1, "tool": call.name})
 
     def _poll(self, sig: str, rkey: str, at_s: float) -> None:
         """Count the unchanged pending answers of a poll that came without a wait
@@ -445,8 +557,11 @@ class LoopGuard(BaseGuard):
         st = self.sigs.get(sig)
         if st is None or st[2] == _TRANSIENT:
             return None                     # a transient failure is the retry budget's business
+        if len(st) > 6 and st[4] != self.progressed:
+            return None                     # something else made progress since: checking again is not a repeat
         cfg = self.config
-        limit = cfg.max_polls if st[2] == _POLL else cfg.max_identical
+        polled = st[2] == _POLL or (len(st) > 6 and self.waited > st[5])
+        limit = cfg.max_polls if polled else cfg.max_identical
         busy = self.polls.get(sig, (0,))[0] if st[2] == _POLL else 0
         if busy >= cfg.max_busy_polls and st[1] > busy and f"identical:busy:{sig}" not in self.hinted:
             # polled again and again without waiting: one hint, then the poll limit as usual
@@ -530,71 +645,100 @@ class LoopGuard(BaseGuard):
                 "The results are complete: use what the earlier pages returned.",
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
+    def _past_end_now(self, call: ToolCallRequest, listing: list) -> Verdict:
+        n = listing[2]
+        self._say("loop.past_end", tool=call.name, args=_short(call.arguments), count=n)
+        found = ("past_end", call.name,
+                 f"{call.name} ({_short(call.arguments)}): {n} empty pages in a row, each promising more; "
+                 f"limit {self.config.max_empty_pages - 1}. The listing has nothing more to give: use what the "
+                 "earlier pages returned.",
+                 {"count": n, "limit": self.config.max_empty_pages - 1, "tool": call.name})
+        return self._ladder(*found)
+
     def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Verdict | None:
         """After a transient failure: the transient failures of this tool in a row
         (whatever its arguments: a backoff or attempt counter in them changes
-        nothing) against the budget. A retry made less than ``min_retry_gap_s``
-        after the last failure with no wait tool between hammers the service and
-        counts against ``max_immediate_retries``; the others against
-        ``max_transient_retries``. Within the budget nothing is said; the failure
-        that uses it up draws a hint (never a block); the next attempt stops."""
+        nothing). The ``retry_hint_after``-th draws a hint (a hint only: no
+        attempt within ``max_transient_retries`` retries is blocked or stopped;
+        the attempt after them is, see :meth:`_retry_spent`). A retry made less
+        than ``min_retry_gap_s`` after the last failure with no wait tool between
+        hammers the service and counts against ``max_immediate_retries``: the
+        failure that uses those up draws a hint and the next attempt stops."""
         cfg = self.config
         r = self.retries.get(tool)
         if r is None:
-            r = self.retries[tool] = [0, index, at_s, 0]
+            r = self.retries[tool] = [0, index, at_s, 0, -1]
             _bound(self.retries)
-        elif self.waited <= r[1] and at_s - r[2] < cfg.min_retry_gap_s:
-            r[3] += 1
+        else:
+            if len(r) < 5:
+                r.append(-1)
+            if self.waited > r[1]:
+                r[4] = self.waited              # backing off with a wait tool
+            elif at_s - r[2] < cfg.min_retry_gap_s:
+                r[3] += 1
         r[0] += 1
         r[1], r[2] = index, at_s
         retried = r[0] - 1
-        if retried < cfg.max_transient_retries and r[3] < cfg.max_immediate_retries:
-            return None
         hammering = r[3] >= cfg.max_immediate_retries
-        limit = cfg.max_immediate_retries if hammering else cfg.max_transient_retries
-        how = " in quick succession" if hammering else ""
+        key = f"retry_budget:{tool}"
+        if hammering:
+            limit, how = cfg.max_immediate_retries, " in quick succession"
+        elif (r[0] == cfg.retry_hint_after and r[4] < 0 or r[0] == cfg.max_transient_retries + 1) \
+                and key not in self.hinted and len(self.hinted) < cfg.max_hints:
+            limit, how = cfg.max_transient_retries, ""
+        else:
+            return None                     # within the budget nothing stops a retry
         self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0], retries=retried,
                   limit=limit)
         found = ("retry_budget", tool,
-                 f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times; "
-                 f"{retried} retries{how} used the budget of {limit}. Do not retry it again now: "
-                 "tell the user the service is failing, use another source, or suggest trying later.",
+                 f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times "
+                 f"({retried} retries{how}; the budget is {limit}). Do not keep retrying: tell the user the service "
+                 "is failing, use another source, or wait before one more attempt.",
                  {"count": r[0], "limit": limit, "tool": call.name})
         return self._ladder(*found)
 
     def _retry_spent(self, call: ToolCallRequest):
-        """An attempt at a tool whose retry budget was used up and hinted: the ladder's stop."""
-        if f"retry_budget:{call.name}" not in self.hinted or call.name not in self.retries:
+        """An attempt at a tool that failed transiently past its budget: ``max_transient_retries``
+        retries, or ``max_immediate_retries`` in quick succession after a hint about them."""
+        r = self.retries.get(call.name)
+        if r is None:
             return None
-        r = self.retries[call.name]
+        cfg = self.config
+        if r[0] - 1 < cfg.max_transient_retries and not (
+                r[3] >= cfg.max_immediate_retries and f"retry_budget:{call.name}" in self.hinted):
+            return None
         return ("retry_budget", call.name,
                 f"{call.name} ({_short(call.arguments)}): {r[0]} transient failures in a row and the retry budget "
-                "is used up; this attempt is not made.",
+                f"({cfg.max_transient_retries} retries) is used up; this attempt is not made.",
                 {"count": r[0] + 1, "limit": r[0] - 1, "tool": call.name})
 
     def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int,
-                          nothing: bool) -> str:
+                          nothing: bool, target: str) -> str:
         """Two calls of a read-only tool in a row that differ only in arguments whose
         values differ only in digits (a counter, a timestamp, a request uuid) and
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
         same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
-        self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if same and prev[0] != parts else 1]
+        # a rewording: other arguments, the same resources named (another region is not a rewording)
+        reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
+        self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
         _bound(self.last)
         if not same:
             return sig
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
-        if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff):
-            return sig
+        if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff) \
+                or any(f"{k}={parts.get(k)}" in target or f"{k}={before.get(k)}" in (prev[3] if len(prev) > 3 else "")
+                       for k in diff):
+            return sig                      # a resource named (a line range, a page) is never irrelevant
         known = self.irrelevant.setdefault(tool, [])
         known += [k for k in diff if k not in known]
         _bound(self.irrelevant)
         reduced = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items() if k not in known)}"
         st = self.sigs.get(reduced)
         if st is None or st[0] != rkey:
-            self.sigs[reduced] = [rkey, 1, _NORMAL, index]   # the earlier call, now under the reduced signature
+            self.sigs[reduced] = [rkey, 1, _NORMAL, index, self.progressed, index, 1]   # the earlier call
         return reduced
 
     def _cycle(self, sig: str):
@@ -764,6 +908,7 @@ class LoopGuard(BaseGuard):
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
                 "polls": {k: list(v) for k, v in self.polls.items()},
+                "shapes": {k: list(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -788,6 +933,8 @@ class LoopGuard(BaseGuard):
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
         self.polls = {k: list(v) for k, v in state.get("polls", {}).items()}
+        self.shapes = {k: list(v) for k, v in state.get("shapes", {}).items()}
+        self.progressed = int(state.get("progressed", 0))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
 
 
