@@ -566,8 +566,8 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
     (``has_more: false``, a next cursor / page / token that is null or empty,
     ``is_last: true``, ``at_bottom: true``, the page number reached the page
     count, or a next cursor equal to the one sent: it does not advance),
-    ``-1`` it goes on (``has_more: true``, a next cursor that is not the one
-    sent), ``0`` it does not say. Read at the top level and one level down
+    ``-1`` it goes on (``has_more: true``, ``at_bottom: false``), ``-2`` it goes
+    on from a next cursor the caller must send, ``0`` it does not say. Read at the top level and one level down
     (``{"page": {"has_more": false}}``; ``{"links": {}}`` says nothing)."""
     if not isinstance(data, dict):
         return 0
@@ -597,7 +597,7 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
                 if arguments and isinstance(value, (str, int)) and any(
                         v == value for k, v in arguments.items() if is_page_key(k)):
                     return 2                # the next cursor is the one sent: the walk does not advance
-                said = -1
+                said = -2                   # goes on, from a cursor the caller must send
             elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
                 page = level.get("page", level.get("current_page", level.get("currentPage")))
                 if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):

@@ -28,7 +28,7 @@ default is what it is):
 
 * ``identical``: the same call again while its result has not changed:
   ``max_identical`` times, ``max_polls`` when the answer is a pending status
-  (one hint at ``max_busy_polls`` when nothing waits between the polls).
+  or a wait tool ran between the calls (polling is waiting, not looping).
 * ``duplicate_action``: a side-effecting call that already succeeded with the
   same arguments, or a create of the same content under a name numbered anew.
 * ``retry_budget``: transient failures of one tool in a row past
@@ -125,9 +125,6 @@ class LoopConfig:
                                        # listing counts as ended: 2 happen (openai-node follows cursors through
                                        # empty pages), the 3rd is a walk that will not end
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
-    max_busy_polls: int = 3            # ... unchanged pending answers in a row with no wait between the polls
-                                       # (no wait tool, less than ``poll_interval_s`` apart)
-    poll_interval_s: float = 5.0
     max_same_answer: int = 3           # calls of one read-only tool in a row, arguments reworded, that returned
                                        # the very same substantive data: the last one trips (after its result)
     outage_hint_tools: int = 3         # tools failing the same way (within outage_window) that draw a hint
@@ -181,7 +178,6 @@ class LoopGuard(BaseGuard):
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
-    polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
     shapes: dict[str, list] = field(default_factory=dict)        # sig -> id_split() of its last answer
     progressed: int = 0                                          # calls so far that made progress
 
@@ -291,6 +287,8 @@ class LoopGuard(BaseGuard):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
                     kind = _POLL
+            elif not action and sig == skey and type(data) is dict and page_state(data) == -1:
+                kind = _POLL                # a call that walks on by itself (a scroll) and says more follow
         else:
             kind = _TRANSIENT if is_transient(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
@@ -354,8 +352,6 @@ class LoopGuard(BaseGuard):
             _bound(self.acted)
             if is_create_name(tool):
                 self._created(tool, parts)
-        if kind == _POLL and not wait:
-            self._poll(sig, rkey, self._agent_seconds(ctx))
 
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
@@ -461,21 +457,6 @@ class LoopGuard(BaseGuard):
                 f"nothing else changing between them; limit {n - 1}.",
                 {"count": n, "limit": n - 1, "tool": call.name})
 
-    def _poll(self, sig: str, rkey: str, at_s: float) -> None:
-        """Count the unchanged pending answers of a poll that came without a wait
-        before them (no wait tool call since the last poll, and less than
-        ``poll_interval_s`` of wall clock)."""
-        st = self.sigs.get(sig)
-        p = self.polls.get(sig)
-        unchanged = st is not None and st[0] == rkey and st[1] > 0
-        if p is None or not unchanged:
-            self.polls[sig] = [0, at_s, self.count]
-            _bound(self.polls)
-            return
-        waited = self.waited > p[2] or at_s - p[1] >= self.config.poll_interval_s
-        p[0] = 0 if waited else p[0] + 1
-        p[1], p[2] = at_s, self.count
-
     def _same_answer(self, call: ToolCallRequest):
         """A read-only tool asked again in other words (the arguments changed) for
         the ``max_same_answer``-th time in a row returned the very same data."""
@@ -562,16 +543,6 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         polled = st[2] == _POLL or (len(st) > 6 and self.waited > st[5])
         limit = cfg.max_polls if polled else cfg.max_identical
-        busy = self.polls.get(sig, (0,))[0] if st[2] == _POLL else 0
-        if busy >= cfg.max_busy_polls and st[1] > busy and f"identical:busy:{sig}" not in self.hinted:
-            # polled again and again without waiting: one hint, then the poll limit as usual
-            self._say("loop.identical.poll", count=st[1] + 1, tool=call.name, args=_short(call.arguments),
-                      limit=busy)
-            return ("identical", f"busy:{sig}",
-                    f"{_ordinal(st[1] + 1)} poll of {call.name} ({_short(call.arguments)}) with the same pending "
-                    f"answer and no wait between the last {busy + 1}; wait (a sleep tool, or longer) before the "
-                    "next one, or do something else meanwhile.",
-                    {"count": st[1] + 1, "limit": busy, "tool": call.name})
         if st[1] < limit:
             return None
         n = st[1] + 1
@@ -819,7 +790,8 @@ class LoopGuard(BaseGuard):
         if not failed:
             return None
         cfg = self.config
-        horizon = self.count - cfg.outage_window
+        # failures before a wait tool call do not block: waiting out an outage earns one probe
+        horizon = max(self.count - cfg.outage_window, self.waited + 1)
         own = failed.get(tool)
         family = _family(tool)
         signatures = {own[0]} if own else set()
@@ -907,7 +879,6 @@ class LoopGuard(BaseGuard):
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "polls": {k: list(v) for k, v in self.polls.items()},
                 "shapes": {k: list(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
@@ -932,7 +903,6 @@ class LoopGuard(BaseGuard):
         self.series = {k: list(v) for k, v in state.get("series", {}).items()}
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
-        self.polls = {k: list(v) for k, v in state.get("polls", {}).items()}
         self.shapes = {k: list(v) for k, v in state.get("shapes", {}).items()}
         self.progressed = int(state.get("progressed", 0))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
