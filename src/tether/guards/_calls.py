@@ -41,6 +41,9 @@ _TARGET_KEY = re.compile(
     r"recipient|recipients|target|dest|destination|src|source|from|number|no|num|ticket|issue|pr|order|user|"
     r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel)$")
 _ID_CHARS = re.compile(r"[0-9/\\@.:#_-]")
+# Argument names that size or shape an answer (how many, how big): never a resource named.
+_SHAPE_KEY = re.compile(r"^(?:limit|per_?page|page_?size|size|max_?results|max_?items|top|count|max|num_?results|k|n|"
+                        r"max_?tokens|timeout|depth|verbose)$", re.I)
 
 # Verbs in a tool name that mark a side-effecting tool (when no spec says so).
 ACTION_VERBS = frozenset({
@@ -273,14 +276,15 @@ def _sort_key(value: Any) -> str:
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
-_QUERY, _TARGET, _BY_VALUE = 0, 1, 2
+_QUERY, _TARGET, _BY_VALUE, _SHAPE = 0, 1, 2, 3
 
 
 def _key_kind(key: str) -> int:
     kind = _KEY_KIND.get(key)
     if kind is None:
         k = key.casefold()
-        kind = _QUERY if k in QUERY_KEYS else _TARGET if _TARGET_KEY.search(k) else _BY_VALUE
+        kind = (_QUERY if k in QUERY_KEYS else _SHAPE if _SHAPE_KEY.match(k) else _TARGET if _TARGET_KEY.search(k)
+                else _BY_VALUE)
         if len(_KEY_KIND) < 4096:
             _KEY_KIND[key] = kind
     return kind
@@ -297,6 +301,11 @@ def _is_target(key: str, value: Any) -> bool:
     if isinstance(value, str):
         return 0 < len(value) <= 128 and " " not in value and bool(_ID_CHARS.search(value))
     return False
+
+
+def names_resource(key: str) -> bool:
+    """An argument whose name says it names a resource (``path``, ``start_line``, ``page``)."""
+    return _key_kind(key) == _TARGET
 
 
 def is_page_key(key: str) -> bool:
@@ -340,6 +349,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                 continue
             target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
                                          and _ID_CHARS.search(value) is not None)
+            if target and ("/" in value or "\\" in value) and "://" not in value:
+                value = _norm_path(value)
             if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
@@ -350,7 +361,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         elif isinstance(value, bool):
             text, target = repr(value), kind == _TARGET
         elif isinstance(value, int):
-            text, target = repr(value), kind != _QUERY
+            text, target = repr(value), kind == _TARGET or kind == _BY_VALUE
         else:
             text = canon(value, ignore, kind == _QUERY)
             target = _is_target(key, value)
@@ -369,6 +380,24 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     head = tool + ":"
     signature = head + ",".join(sig)
     return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts
+
+
+_SLASHES = re.compile(r"/{2,}")
+
+
+def _norm_path(value: str) -> str:
+    """One spelling of a relative or absolute path: ``src\\config\\api.ts``,
+    ``./src/config//api.ts`` and ``src/config/api.ts`` are one file; ``src/``,
+    ``src/.`` and ``./src`` one folder."""
+    v = _SLASHES.sub("/", value.replace("\\", "/"))
+    while v.startswith("./"):
+        v = v[2:]
+    v = v.replace("/./", "/")
+    while v.endswith("/.") and len(v) > 2:
+        v = v[:-2]
+    if len(v) > 1 and v.endswith("/"):
+        v = v[:-1]
+    return v or value
 
 
 def _json_text(value: str) -> Any:

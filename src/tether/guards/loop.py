@@ -86,6 +86,7 @@ from ._calls import (
     is_wait_name,
     is_write_call,
     is_read_name,
+    names_resource,
     id_split,
     page_state,
     result_hash,
@@ -124,6 +125,8 @@ class LoopConfig:
     max_empty_pages: int = 3           # empty pages in a row that still promise more (has_more: true) before the
                                        # listing counts as ended: 2 happen (openai-node follows cursors through
                                        # empty pages), the 3rd is a walk that will not end
+    max_unchanged: int = 3             # calls of one call in a row answered the same although other work changed
+                                       # things between them (a build failing the same way after two fixes)
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
     max_same_answer: int = 3           # calls of one read-only tool in a row, arguments reworded, that returned
                                        # the very same substantive data: the last one trips (after its result)
@@ -359,21 +362,23 @@ class LoopGuard(BaseGuard):
         if tkey:
             self.targets[tkey] = self.targets.get(tkey, 0) + 1
         # sig -> [result, calls in a row with it, kind, first index, progress count after it, last index,
-        #         calls of it with no progress elsewhere between]
+        #         calls in a row with nothing else progressing between (any result),
+        #         calls in a row with it and nothing else progressing between]
         before = self.progressed
         if progress and not self._reads(tool):
             self.progressed += 1            # something may have changed (a read changes nothing)
-        if st is not None and len(st) > 6 and st[4] == before:
-            total = st[6] + 1               # nothing else progressed since its last call
+        if st is not None and len(st) > 7:
+            quiet = st[4] == before         # nothing else progressed since its last call
             if st[0] == rkey:
                 st[1] += 1
                 # waited for (a wait tool since its last call): a poll, not a repeat
                 st[2] = _POLL if kind == _NORMAL and self.waited > st[5] else kind
-                st[4], st[5], st[6] = self.progressed, index, total
+                st[6], st[7] = (st[6] + 1, st[7] + 1) if quiet else (1, 1)
+                st[4], st[5] = self.progressed, index
             else:
-                st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, total]
+                st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, st[6] + 1 if quiet else 1, 1]
         else:
-            st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, 1]
+            st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, 1, 1]
         if kind == _NORMAL:
             if progress:
                 self.tool_streak[tool] = 0
@@ -409,7 +414,8 @@ class LoopGuard(BaseGuard):
                 return self._ladder(*found)
         if fresh is not None and "duplicate_action" in cfg.rules:
             return self._ladder(*self._fresh_id(call, sig))
-        if st[2] == _NORMAL and st[1] >= 2 and st[6] >= 3 and "identical" in cfg.rules:
+        if st[2] == _NORMAL and "identical" in cfg.rules and (
+                (st[7] >= 2 and st[6] >= 3) or st[1] >= cfg.max_unchanged):
             return self._ladder(*self._identical_after(call, sig, st, ok))
         if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
                 and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
@@ -448,7 +454,10 @@ class LoopGuard(BaseGuard):
     def _identical_after(self, call: ToolCallRequest, sig: str, st: list, ok: bool):
         """After the result: the third call (or later) of the same call, with nothing
         else progressing between, came back as the one before it (``git commit``
-        answered "nothing to commit" twice after the commit that worked)."""
+        answered "nothing to commit" twice after the commit that worked); or the
+        same call answered the same ``max_unchanged`` times in a row although
+        other work changed things between (a build failing the same way after
+        two different fixes)."""
         n = st[1]
         what = "failed the same way" if not ok else "returned the same"
         self._say("loop.identical", count=n, tool=call.name, args=_short(call.arguments), limit=n - 1)
@@ -538,11 +547,13 @@ class LoopGuard(BaseGuard):
         st = self.sigs.get(sig)
         if st is None or st[2] == _TRANSIENT:
             return None                     # a transient failure is the retry budget's business
-        if len(st) > 6 and st[4] != self.progressed:
+        if len(st) > 7 and st[4] != self.progressed:
             return None                     # something else made progress since: checking again is not a repeat
         cfg = self.config
-        polled = st[2] == _POLL or (len(st) > 6 and self.waited > st[5])
+        polled = st[2] == _POLL or (len(st) > 7 and self.waited > st[5])
         limit = cfg.max_polls if polled else cfg.max_identical
+        if len(st) > 7 and not polled and st[7] < limit:
+            return None                     # unchanged, but not with nothing else progressing between
         if st[1] < limit:
             return None
         n = st[1] + 1
@@ -700,16 +711,15 @@ class LoopGuard(BaseGuard):
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
         if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff) \
-                or any(f"{k}={parts.get(k)}" in target or f"{k}={before.get(k)}" in (prev[3] if len(prev) > 3 else "")
-                       for k in diff):
-            return sig                      # a resource named (a line range, a page) is never irrelevant
+                or any(names_resource(k) or parts.get(k, "").isdigit() for k in diff):
+            return sig                      # an argument named for a resource (a line range, a page) never is
         known = self.irrelevant.setdefault(tool, [])
         known += [k for k in diff if k not in known]
         _bound(self.irrelevant)
         reduced = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items() if k not in known)}"
         st = self.sigs.get(reduced)
         if st is None or st[0] != rkey:
-            self.sigs[reduced] = [rkey, 1, _NORMAL, index, self.progressed, index, 1]   # the earlier call
+            self.sigs[reduced] = [rkey, 1, _NORMAL, index, self.progressed, index, 1, 1]   # the earlier call
         return reduced
 
     def _cycle(self, sig: str):
