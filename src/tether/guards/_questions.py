@@ -30,9 +30,12 @@ _FILLER = frozenset({
     "where", "how", "that", "this", "for", "with", "from", "have", "has", "need", "know", "let", "me", "so", "i",
     "to", "do", "did", "does", "is", "it", "of", "in", "on", "a", "an", "also", "again", "just", "like", "want",
     "okay", "sure", "thanks", "thank", "provide", "share", "give", "some", "any", "about",
+    "should", "shall", "may", "might", "must", "before", "after", "those", "these", "there", "here", "then", "now",
+    "yes", "not", "all", "many", "much", "our", "we", "they", "them", "first", "still",
 })
 _CJK_FILLER = frozenset({"请问", "好的", "为了", "您的", "你的", "一下", "可以", "告诉", "请提", "提供", "什么", "是什", "么？"})
 _WORD = re.compile(r"[a-z]{3,}")
+_PUNCT = re.compile(r"[^\w\s]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
@@ -43,7 +46,7 @@ def _norm(text: str) -> str:
 def is_refusal(reply: str) -> bool:
     """A refusal or a non-answer: the question did not get what it asked for."""
     t = _norm(reply).strip(" 。.!！~～")
-    if not t or t in NON_ANSWERS or t in DECLINES:
+    if not t or t in NON_ANSWERS or t in DECLINES or " ".join(_PUNCT.sub(" ", t).split()) in DECLINES:
         return True
     return any(r in t for r in REFUSALS)
 

@@ -138,6 +138,7 @@ class LoopConfig:
     outage_tools: int = 2              # tools failing with the same error that mean an outage
     outage_window: int = 10            # ... within this many calls
     max_question_repeats: int = 1      # refused asks of a question before asking it again trips
+    max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
     max_hints: int = 2                 # distinct hints before any further trip stops
@@ -182,6 +183,7 @@ class LoopGuard(BaseGuard):
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
     shapes: dict[str, list] = field(default_factory=dict)        # sig -> id_split() of its last answer
+    reasked: int = 0                                             # questions asked again so far
     progressed: int = 0                                          # calls so far that made progress
 
     def __post_init__(self) -> None:
@@ -372,7 +374,7 @@ class LoopGuard(BaseGuard):
             if st[0] == rkey:
                 st[1] += 1
                 # waited for (a wait tool since its last call): a poll, not a repeat
-                st[2] = _POLL if kind == _NORMAL and self.waited > st[5] else kind
+                st[2] = _POLL if kind == _NORMAL and ok and self.waited > st[5] else kind
                 st[6], st[7] = (st[6] + 1, st[7] + 1) if quiet else (1, 1)
                 st[4], st[5] = self.progressed, index
             else:
@@ -514,6 +516,9 @@ class LoopGuard(BaseGuard):
             why, n, limit = "refused or left unanswered", refused, cfg.max_question_repeats
         elif len(similar) >= cfg.max_question_asks:
             why, n, limit = "asked and answered", len(similar), cfg.max_question_asks
+        elif similar and self.reasked >= cfg.max_reasks:
+            why, n, limit = "answered (and an answered question was already asked again)", len(similar), \
+                cfg.max_reasks
         else:
             return None
         message = (f"this question (or a rewording of it) was already {why} {n} time(s); limit {limit}. "
@@ -550,7 +555,7 @@ class LoopGuard(BaseGuard):
         if len(st) > 7 and st[4] != self.progressed:
             return None                     # something else made progress since: checking again is not a repeat
         cfg = self.config
-        polled = st[2] == _POLL or (len(st) > 7 and self.waited > st[5])
+        polled = st[2] == _POLL or (len(st) > 7 and self.waited > st[5] and not st[0].startswith("!"))
         limit = cfg.max_polls if polled else cfg.max_identical
         if len(st) > 7 and not polled and st[7] < limit:
             return None                     # unchanged, but not with nothing else progressing between
@@ -871,7 +876,10 @@ class LoopGuard(BaseGuard):
             if isinstance(event, AgentMessage) and event.kind == "question":
                 if self.asked and self.asked[-1][1] is None:
                     self.asked[-1][1] = True        # asked again before any reply: left unanswered
-                self.asked.append([sorted(Q.content(event.content)), None])
+                words = Q.content(event.content)
+                if any(Q.overlap(words, frozenset(q[0])) >= self.config.question_overlap for q in self.asked):
+                    self.reasked += 1               # a question asked again
+                self.asked.append([sorted(words), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
                 self.asked[-1][1] = Q.is_refusal(event.content)
         self.scanned = len(events)
@@ -890,6 +898,7 @@ class LoopGuard(BaseGuard):
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
                 "shapes": {k: list(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
+                "reasked": self.reasked,
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -915,6 +924,7 @@ class LoopGuard(BaseGuard):
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
         self.shapes = {k: list(v) for k, v in state.get("shapes", {}).items()}
         self.progressed = int(state.get("progressed", 0))
+        self.reasked = int(state.get("reasked", 0))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
 
 
