@@ -104,7 +104,7 @@ _TRANSIENT = re.compile(
 # Limits that do not clear by waiting a few seconds, even when sent as a 429.
 _NOT_TRANSIENT = re.compile(
     r"(?<!非)(?<!not )(?<!not a )(?<!non-)(?:quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
-    r"per day|plan limit|额度|配额|余额)", re.I)
+    r"per day|plan limit|额度|配额|余额)|is not connected|not connected to|未连接", re.I)
 TRANSIENT_TYPES = frozenset({"timeout", "rate_limit", "rate_limited", "unavailable", "transient", "server_error",
                              "http_5xx", "overloaded", "connection_error", "throttled"})
 
@@ -703,3 +703,22 @@ def id_split(data: Any) -> tuple[str, str] | None:
     if not ids:
         return None
     return canon_result(dict(rest)), "|".join(sorted(ids))
+
+
+_USER_REFUSED = re.compile(
+    r"\b(?:user|you|human|operator|approver)\b[^.\n]{0,24}\b(?:rejected|denied|declined|refused)\b|"
+    r"\b(?:rejected|denied|declined|refused) by (?:the )?(?:user|human|operator)|用户(?:已)?拒绝|被用户拒绝", re.I)
+
+
+def is_user_refusal(result: ToolResultEvent) -> bool:
+    """A failure that says a person refused the call ("User rejected permission
+    for edit_file"): the same call again asks what was already answered no."""
+    return not result.ok and bool(result.error) and _USER_REFUSED.search(result.error) is not None
+
+
+def split_free(parts: dict[str, str]) -> tuple[str, str]:
+    """(the free-text arguments, the others) of a call's canonical parts, each as one key."""
+    free, rest = [], []
+    for k, v in parts.items():
+        (free if _key_kind(k) == _QUERY else rest).append(f"{k}={v}")
+    return "\x00".join(free), "\x00".join(rest)

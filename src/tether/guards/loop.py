@@ -63,7 +63,9 @@ only wastes time.
 from __future__ import annotations
 
 from collections import deque
+from rapidfuzz.fuzz import ratio as _similarity
 from dataclasses import dataclass, field
+import re
 from typing import Any, Literal
 
 from .. import i18n
@@ -86,6 +88,8 @@ from ._calls import (
     is_wait_name,
     is_write_call,
     is_read_name,
+    is_user_refusal,
+    split_free,
     names_resource,
     id_split,
     page_state,
@@ -118,6 +122,8 @@ class LoopConfig:
     max_immediate_retries: int = 2     # ... of them made less than min_retry_gap_s after the failure with no
                                        # wait tool between: hammering a failing service (SDKs wait 0.5 s+)
     min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
+    resend_similarity: float = 90.0    # rapidfuzz ratio (0-100) over the free text of two sends of one tool to the
+                                       # same place, at or above which the second rewords the first
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
@@ -183,6 +189,9 @@ class LoopGuard(BaseGuard):
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
     shapes: dict[str, list] = field(default_factory=dict)        # sig -> id_split() of its last answer
+    sent: dict[str, list] = field(default_factory=dict)          # side-effecting tool -> [parts, free, rest] of its
+                                                                 # last success
+    refusals: list = field(default_factory=list)                 # signatures of calls a person refused
     reasked: int = 0                                             # questions asked again so far
     progressed: int = 0                                          # calls so far that made progress
 
@@ -235,7 +244,9 @@ class LoopGuard(BaseGuard):
         seen = sig in self.sigs             # the rules about repeats need the call seen before
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
                  or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
-                                                    or (self.created and self._duplicate_create(call, described))))
+                                                    or (self.created and self._duplicate_create(call, described))
+                                                    or (call.name in self.sent and self._resend(call, described))))
+                 or ("identical" in rules and sig in self.refusals and self._refused_again(call))
                  or (seen and "identical" in rules and self._identical(call, sig))
                  or ("past_end" in rules and sig != described[2] and described[2] in self.series
                      and self._past_end(call, described))
@@ -355,6 +366,8 @@ class LoopGuard(BaseGuard):
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
+            self.sent[tool] = [parts, *split_free(parts)]
+            _bound(self.sent)
             if is_create_name(tool):
                 self._created(tool, parts)
 
@@ -399,6 +412,9 @@ class LoopGuard(BaseGuard):
             self._evict(self.calls.popleft())
         if not ok and result.executed:
             self.failed[tool] = [error_signature(result), index]
+            if is_user_refusal(result) and sig not in self.refusals:
+                self.refusals.append(sig)
+                del self.refusals[:-16]
         elif ok and self.failed:
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.executed:
@@ -583,6 +599,42 @@ class LoopGuard(BaseGuard):
                 "calling it again repeats the side effect (another record, message or charge). Use the result "
                 "you have; if it must be done again, say why first.",
                 {"count": done + 1, "limit": limit, "tool": call.name})
+
+    def _resend(self, call: ToolCallRequest, described: tuple):
+        """The last success of this side-effecting tool sent the same thing: the
+        same resources named, and either free text that only rewords it (at least
+        ``resend_similarity`` % alike, the same numbers in it) or other arguments
+        that differ only in a counter (``task_progress: "(2/1)"``) next to at least
+        ``_MIN_CONTENT`` characters of identical content. A re-sent message or a
+        rewrite of the same file is another side effect, not new work."""
+        prev_parts, prev_free, prev_rest = self.sent[call.name]
+        parts = described[3]
+        free, rest = split_free(parts)
+        if rest == prev_rest:
+            if not free or free == prev_free or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
+                    or _similarity(free, prev_free) < self.config.resend_similarity:
+                return None
+        elif free != prev_free or prev_parts.keys() != parts.keys():
+            return None
+        else:
+            differ = [k for k in parts if parts[k] != prev_parts[k]]
+            same = sum(len(parts[k]) for k in parts if parts[k] == prev_parts[k])
+            if same < _MIN_CONTENT or not all(not names_resource(k) and volatile_pair(prev_parts[k], parts[k])
+                                              for k in differ):
+                return None
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("duplicate_action", f"resend:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) sends what its last call already sent, in other words or "
+                "with only a counter changed: another copy, not new work. Use the one already sent.",
+                {"count": 2, "limit": 1, "tool": call.name})
+
+    def _refused_again(self, call: ToolCallRequest):
+        """The same call a person already refused ("User rejected permission")."""
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("identical", f"refused:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) was refused by the user; asking again with the same call "
+                "will not change the answer. Ask what they would accept, or explain what cannot be done.",
+                {"count": 2, "limit": 1, "tool": call.name})
 
     def _created(self, tool: str, parts: dict) -> None:
         """Remember the last successful create of a tool (its arguments) and how
@@ -898,7 +950,8 @@ class LoopGuard(BaseGuard):
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
                 "shapes": {k: list(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
-                "reasked": self.reasked,
+                "reasked": self.reasked, "sent": {k: [dict(v[0]), v[1], v[2]] for k, v in self.sent.items()},
+                "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -925,10 +978,13 @@ class LoopGuard(BaseGuard):
         self.shapes = {k: list(v) for k, v in state.get("shapes", {}).items()}
         self.progressed = int(state.get("progressed", 0))
         self.reasked = int(state.get("reasked", 0))
+        self.sent = {k: [dict(v[0]), v[1], v[2]] for k, v in state.get("sent", {}).items()}
+        self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
+_DIGITS_RE = re.compile(r"\d+")
 
 
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
