@@ -722,3 +722,20 @@ def split_free(parts: dict[str, str]) -> tuple[str, str]:
     for k, v in parts.items():
         (free if _key_kind(k) == _QUERY else rest).append(f"{k}={v}")
     return "\x00".join(free), "\x00".join(rest)
+
+
+_SINCE_KEYS = frozenset({"since", "newerthan", "modifiedsince", "updatedsince", "updatedafter", "createdafter",
+                         "oldest", "sincetime", "changedsince"})
+_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def asks_since(arguments: dict[str, Any]) -> bool:
+    """A call that asks what is new since a point in time (``{"since":
+    "2026-12-01T09:00Z"}``, Gmail's ``newer_than``): asking again is waiting for
+    something to arrive, a poll."""
+    for key, value in arguments.items():
+        if isinstance(key, str) and key.casefold().replace("_", "").replace("-", "") in _SINCE_KEYS:
+            if (isinstance(value, str) and _DATE_START.match(value)) or (
+                    isinstance(value, int) and not isinstance(value, bool) and value > 1_000_000_000):
+                return True
+    return False

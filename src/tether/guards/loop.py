@@ -88,6 +88,7 @@ from ._calls import (
     is_wait_name,
     is_write_call,
     is_read_name,
+    asks_since,
     is_user_refusal,
     split_free,
     names_resource,
@@ -305,6 +306,8 @@ class LoopGuard(BaseGuard):
                     kind = _POLL
             elif not action and sig == skey and type(data) is dict and page_state(data) == -1:
                 kind = _POLL                # a call that walks on by itself (a scroll) and says more follow
+            elif not action and asks_since(call.arguments):
+                kind = _POLL                # "what is new since 09:00": waiting for something to arrive
         else:
             kind = _TRANSIENT if is_transient(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
