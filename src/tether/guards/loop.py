@@ -189,7 +189,7 @@ class LoopGuard(BaseGuard):
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
-    shapes: dict[str, list] = field(default_factory=dict)        # sig -> id_split() of its last answer
+    shapes: dict[str, dict] = field(default_factory=dict)        # sig -> its last answer, a small dict (fresh ids)
     sent: dict[str, list] = field(default_factory=dict)          # side-effecting tool -> [parts, free, rest] of its
                                                                  # last success
     refusals: list = field(default_factory=list)                 # signatures of calls a person refused
@@ -200,7 +200,6 @@ class LoopGuard(BaseGuard):
         self._kinds: dict[str, tuple[bool, bool]] = {}
         self._pending: tuple | None = None  # call id and describe_call() from before_tool
         self._tripped: str | None = None    # the call id before_tool tripped on
-        self._read_kinds: dict[str, bool] = {}
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
 
@@ -275,22 +274,26 @@ class LoopGuard(BaseGuard):
         rkey = result_hash(result, call.arguments)
         ok = result.ok
         kinds = self._kinds.get(tool)
-        action, wait = kinds if kinds is not None else self._kind(ctx, tool)
-        action = action or is_write_call(call.arguments)
+        action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
+        if not action and "method" in call.arguments:
+            action = is_write_call(call.arguments)
         index = self.count
         data = result.data
         st = self.sigs.get(sig)
         fresh = None
-        if ok and not wait and type(data) is dict:
-            shape = id_split(data)
-            if shape is not None:
-                before = self.shapes.get(sig)
-                self.shapes[sig] = list(shape)
+        if ok and not wait and not reads and type(data) is dict and len(data) <= 16:
+            # the answer is kept as is (a small dict) until the same call comes again; only then are the
+            # two split into identifiers and the rest (the split costs more than keeping a reference)
+            before = self.shapes.get(sig) if st is not None else None
+            self.shapes[sig] = dict(data)
+            if len(self.shapes) > _MAX_KEYS:
                 _bound(self.shapes)
-                if before is not None and before[0] == shape[0] and before[1] != shape[1] and st is not None \
-                        and not self._reads(tool) and self._quiet_since(st, tool):
+            if before is not None and rkey != st[0]:
+                shape, earlier = id_split(data), id_split(before)
+                if shape is not None and earlier is not None and earlier[0] == shape[0] and earlier[1] != shape[1] \
+                        and self._quiet_since(st, tool):
                     # nothing else happened between: not a re-read after a change
-                    fresh = before[1]           # the same call made another one of something: a side effect
+                    fresh = earlier[1]          # the same call made another one of something: a side effect
                     action = True
                     if sig not in self.acted:
                         self.acted[sig] = 1
@@ -304,9 +307,9 @@ class LoopGuard(BaseGuard):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
                     kind = _POLL
-            elif not action and sig == skey and type(data) is dict and page_state(data) == -1:
+            elif not action and st is not None and sig == skey and type(data) is dict and page_state(data) == -1:
                 kind = _POLL                # a call that walks on by itself (a scroll) and says more follow
-            elif not action and asks_since(call.arguments):
+            elif not action and st is not None and asks_since(call.arguments):
                 kind = _POLL                # "what is new since 09:00": waiting for something to arrive
         else:
             kind = _TRANSIENT if is_transient(result) else _NORMAL
@@ -383,7 +386,7 @@ class LoopGuard(BaseGuard):
         #         calls in a row with nothing else progressing between (any result),
         #         calls in a row with it and nothing else progressing between]
         before = self.progressed
-        if progress and not self._reads(tool):
+        if progress and not reads:
             self.progressed += 1            # something may have changed (a read changes nothing)
         if st is not None and len(st) > 7:
             quiet = st[4] == before         # nothing else progressed since its last call
@@ -444,12 +447,6 @@ class LoopGuard(BaseGuard):
             if found is not None:
                 return self._ladder(*found)
         return None
-
-    def _reads(self, tool: str) -> bool:
-        kind = self._read_kinds.get(tool)
-        if kind is None:
-            kind = self._read_kinds[tool] = is_read_name(tool)
-        return kind
 
     def _quiet_since(self, st: list, tool: str) -> bool:
         """No other tool made progress since the call of ``st`` last ran (a re-read
@@ -884,13 +881,15 @@ class LoopGuard(BaseGuard):
         return None
 
     # -- helpers -------------------------------------------------------------------
-    def _kind(self, ctx: GuardContext, tool: str) -> tuple[bool, bool]:
-        """(side-effecting, a wait tool): the spec's ``side_effect`` when the run
-        has specs, else the verb in the name; computed once per tool."""
+    def _kind(self, ctx: GuardContext, tool: str) -> tuple[bool, bool, bool]:
+        """(side-effecting, a wait tool, a read by its name): the spec's
+        ``side_effect`` when the run has specs, else the verb in the name;
+        computed once per tool."""
         kind = self._kinds.get(tool)
         if kind is None:
             spec = next((s for s in ctx.tools if s.name == tool), None)
-            kind = (bool(spec is not None and spec.side_effect) or is_action_name(tool), is_wait_name(tool))
+            action = bool(spec is not None and spec.side_effect) or is_action_name(tool)
+            kind = (action, is_wait_name(tool), not action and is_read_name(tool))
             self._kinds[tool] = kind
         return kind
 
@@ -954,7 +953,7 @@ class LoopGuard(BaseGuard):
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "shapes": {k: list(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
                 "reasked": self.reasked, "sent": {k: [dict(v[0]), v[1], v[2]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
@@ -980,7 +979,7 @@ class LoopGuard(BaseGuard):
         self.series = {k: list(v) for k, v in state.get("series", {}).items()}
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
-        self.shapes = {k: list(v) for k, v in state.get("shapes", {}).items()}
+        self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
         self.reasked = int(state.get("reasked", 0))
         self.sent = {k: [dict(v[0]), v[1], v[2]] for k, v in state.get("sent", {}).items()}
