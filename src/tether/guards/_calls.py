@@ -707,12 +707,16 @@ def id_split(data: Any) -> tuple[str, str] | None:
 
 _USER_REFUSED = re.compile(
     r"\b(?:user|you|human|operator|approver)\b[^.\n]{0,24}\b(?:rejected|denied|declined|refused)\b|"
-    r"\b(?:rejected|denied|declined|refused) by (?:the )?(?:user|human|operator)|用户(?:已)?拒绝|被用户拒绝", re.I)
+    r"\b(?:rejected|denied|declined|refused) by (?:the )?(?:user|human|operator)|用户(?:已)?拒绝|被用户拒绝|"
+    r"\b(?:permission|approval|confirmation)\b[^.\n]{0,30}\b(?:timed out|timeout|expired|not granted)|"
+    r"(?:权限|用户)?确认超时|未获(?:得)?(?:批准|授权|确认)", re.I)
 
 
 def is_user_refusal(result: ToolResultEvent) -> bool:
     """A failure that says a person refused the call ("User rejected permission
-    for edit_file"): the same call again asks what was already answered no."""
+    for edit_file") or left its approval unanswered ("waiting for permission
+    confirmation timed out"): the same call again asks what was already
+    answered no, or not at all (as a question left unanswered)."""
     return not result.ok and bool(result.error) and _USER_REFUSED.search(result.error) is not None
 
 

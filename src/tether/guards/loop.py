@@ -759,10 +759,8 @@ class LoopGuard(BaseGuard):
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
         same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
-        # a rewording: other arguments, the same resources named (another region is not a rewording);
-        # rewordings that all found nothing count too
-        reworded = (same or (nothing and prev is not None and prev[1] == rkey)) and prev[0] != parts \
-            and (len(prev) < 4 or prev[3] == target)
+        # a rewording: other arguments, the same resources named (another region is not a rewording)
+        reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
         self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
         _bound(self.last)
         if not same:
