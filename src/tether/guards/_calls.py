@@ -721,10 +721,13 @@ def is_user_refusal(result: ToolResultEvent) -> bool:
 
 
 def split_free(parts: dict[str, str]) -> tuple[str, str]:
-    """(the free-text arguments, the others) of a call's canonical parts, each as one key."""
+    """(the free-text values, the other arguments) of a call's canonical parts, each as one string."""
     free, rest = [], []
     for k, v in parts.items():
-        (free if _key_kind(k) == _QUERY else rest).append(f"{k}={v}")
+        if _key_kind(k) == _QUERY:
+            free.append(v)                  # the words only: names of arguments would inflate similarity
+        else:
+            rest.append(f"{k}={v}")
     return "\x00".join(free), "\x00".join(rest)
 
 

@@ -603,7 +603,8 @@ class LoopGuard(BaseGuard):
     def _resend(self, call: ToolCallRequest, described: tuple):
         """The last success of this side-effecting tool sent the same thing: the
         same resources named, and either free text that only rewords it (at least
-        ``resend_similarity`` % alike, the same numbers in it) or other arguments
+        ``resend_similarity`` % alike, the same numbers in it, both at least
+        ``_MIN_CONTENT`` characters: "Bug A" / "Bug B" are two things) or other arguments
         that differ only in a counter (``task_progress: "(2/1)"``) next to at least
         ``_MIN_CONTENT`` characters of identical content. A re-sent message or a
         rewrite of the same file is another side effect, not new work."""
@@ -611,7 +612,8 @@ class LoopGuard(BaseGuard):
         parts = described[3]
         free, rest = split_free(parts)
         if rest == prev_rest:
-            if not free or free == prev_free or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
+            if min(len(free), len(prev_free)) < _MIN_CONTENT or free == prev_free \
+                    or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
                     or _similarity(free, prev_free) < self.config.resend_similarity:
                 return None
         elif free != prev_free or prev_parts.keys() != parts.keys():
