@@ -141,17 +141,23 @@ def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
         value = _FREE_RE.sub(" ", value)
     elif edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
         value = value.strip(_EDGE)          # "香港。" / " 香港" / "「退款」": the same value
-    value = " ".join(value.split())
-    if free and " " in value and _CJK_RE.search(value):
-        value = _CJK_SPACE.sub("", value)   # "退款 流程" == "退款流程": CJK text has no word spaces
-    return value
+    words = value.split()
+    if free and len(words) > 1 and not value.isascii():
+        # "退款 流程" == "退款流程": CJK text has no word spaces (a space stays between two Latin words)
+        out = words[0]
+        for w in words[1:]:
+            out += w if _is_cjk(out[-1]) or _is_cjk(w[0]) else " " + w
+        return out
+    return " ".join(words)
 
 
 # Sentence punctuation, quotes and brackets at the edges of a value (after folding):
 # never part of what the value names (a path ends in a letter, "C++" keeps its "+").
 _EDGE = " .,;:!?\"'()[]<>{}"
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_CJK_SPACE = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]) | (?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])")
+
+
+def _is_cjk(c: str) -> bool:
+    return "\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af"
 _PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
 _FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
 
