@@ -680,10 +680,41 @@ def error_signature(result: ToolResultEvent) -> str:
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
+_QUERY_URL = re.compile(r"search|query|graphql|lookup|find|_count|/rpc\b", re.I)
+
+
 def is_write_call(arguments: dict[str, Any]) -> bool:
-    """A generic HTTP tool called with a method that changes something (``{"method": "POST"}``)."""
+    """A generic HTTP tool called with a method that changes something
+    (``{"method": "POST"}``), unless the address says it is a query sent by
+    POST (``/_search``, ``/graphql``)."""
     method = arguments.get("method")
-    return isinstance(method, str) and method.strip().upper() in _WRITE_METHODS
+    if not isinstance(method, str) or method.strip().upper() not in _WRITE_METHODS:
+        return False
+    where = arguments.get("url") or arguments.get("path") or arguments.get("endpoint") or ""
+    return not (isinstance(where, str) and _QUERY_URL.search(where))
+
+
+_EXIT_KEYS = ("exit_code", "exitcode", "exit", "code", "returncode", "return_code", "status_code")
+_FAIL_LISTS = ("errors", "failures", "failed_tests", "violations")
+
+
+def looks_failed(data: Any) -> bool:
+    """A success of the tool that reports a failure of the work (a build or a
+    check): a non-zero exit code, a non-empty list of errors, failed tests."""
+    if type(data) is not dict:
+        return False
+    for key in _EXIT_KEYS:
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value != 0 \
+                and (key != "status_code" or value >= 400):
+            return True
+    for key in _FAIL_LISTS:
+        value = data.get(key)
+        if (isinstance(value, list) and value) or (isinstance(value, int) and not isinstance(value, bool) and value):
+            return True
+    failed = data.get("failed")
+    return (isinstance(failed, int) and not isinstance(failed, bool) and failed > 0) or data.get("ok") is False \
+        or data.get("success") is False
 
 
 _ID_KEY = re.compile(r"(?:^|_|-)(?:id|ids|uuid|guid|key|number|no|ref|pnr|sid|handle)$|[a-z]Id$|^id[A-Z_]")

@@ -89,6 +89,7 @@ from ._calls import (
     is_write_call,
     is_read_name,
     asks_since,
+    looks_failed,
     is_user_refusal,
     split_free,
     names_resource,
@@ -132,7 +133,8 @@ class LoopConfig:
     max_empty_pages: int = 3           # empty pages in a row that still promise more (has_more: true) before the
                                        # listing counts as ended: 2 happen (openai-node follows cursors through
                                        # empty pages), the 3rd is a walk that will not end
-    max_unchanged: int = 3             # calls of one call in a row answered the same although other work changed
+    max_unchanged: int = 3             # calls of one call in a row that failed the same way (an error, or a
+                                       # success reporting one: exit code, errors) although other work changed
                                        # things between them (a build failing the same way after two fixes)
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
     max_same_answer: int = 3           # calls of one read-only tool in a row, arguments reworded, that returned
@@ -439,7 +441,7 @@ class LoopGuard(BaseGuard):
         if fresh is not None and "duplicate_action" in cfg.rules:
             return self._ladder(*self._fresh_id(call, sig))
         if st[2] == _NORMAL and "identical" in cfg.rules and (
-                (st[7] >= 2 and st[6] >= 3) or st[1] >= cfg.max_unchanged):
+                (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
         if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
                 and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
