@@ -762,7 +762,7 @@ def split_free(parts: dict[str, str]) -> tuple[str, str]:
     free, rest = [], []
     for k, v in parts.items():
         if _key_kind(k) == _QUERY:
-            free.append(v)                  # the words only: names of arguments would inflate similarity
+            free.append(v.strip('"'))       # the words only: names of arguments would inflate similarity
         else:
             rest.append(f"{k}={v}")
     return "\x00".join(free), "\x00".join(rest)
@@ -783,3 +783,13 @@ def asks_since(arguments: dict[str, Any]) -> bool:
                     isinstance(value, int) and not isinstance(value, bool) and value > 1_000_000_000):
                 return True
     return False
+
+
+_NOT_READY = re.compile(r"not (?:yet )?ready|not (?:available|finished|complete|done) yet|still (?:processing|running|"
+                        r"pending|in progress|generating|building)|尚未(?:就绪|完成|生成)|还没(?:有)?(?:好|完成|生成)|处理中", re.I)
+
+
+def is_not_ready(result: ToolResultEvent) -> bool:
+    """A failure that says the thing asked for is not ready yet ("404 report not
+    ready", "still processing"): asking again later is waiting, a poll."""
+    return not result.ok and bool(result.error) and _NOT_READY.search(result.error) is not None

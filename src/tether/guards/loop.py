@@ -63,7 +63,7 @@ only wastes time.
 from __future__ import annotations
 
 from collections import deque
-from rapidfuzz.fuzz import ratio as _similarity
+from rapidfuzz.fuzz import token_sort_ratio as _similarity
 from dataclasses import dataclass, field
 import re
 from typing import Any, Literal
@@ -88,6 +88,7 @@ from ._calls import (
     is_wait_name,
     is_write_call,
     is_read_name,
+    is_not_ready,
     asks_since,
     looks_failed,
     is_user_refusal,
@@ -314,7 +315,7 @@ class LoopGuard(BaseGuard):
             elif not action and st is not None and asks_since(call.arguments):
                 kind = _POLL                # "what is new since 09:00": waiting for something to arrive
         else:
-            kind = _TRANSIENT if is_transient(result) else _NORMAL
+            kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and is_empty_data(data)
         listing = None if action or not ok else self.series.get(skey)
