@@ -237,6 +237,11 @@ def _flat(data: dict) -> bool:
     return True
 
 
+def flat_answer(data: dict) -> bool:
+    """String keys and JSON scalar values only (at most one-item lists of them)."""
+    return _flat(data)
+
+
 def _has_list(value: Any) -> bool:
     """Whether sorting would change anything: a list of two or more items somewhere
     (the JSON text tells without a walk in Python)."""

@@ -89,6 +89,7 @@ from ._calls import (
     is_write_call,
     is_read_name,
     is_not_ready,
+    flat_answer,
     asks_since,
     looks_failed,
     is_user_refusal,
@@ -284,9 +285,9 @@ class LoopGuard(BaseGuard):
         data = result.data
         st = self.sigs.get(sig)
         fresh = None
-        if ok and not wait and not reads and type(data) is dict and len(data) <= 16:
-            # the answer is kept as is (a small dict) until the same call comes again; only then are the
-            # two split into identifiers and the rest (the split costs more than keeping a reference)
+        if ok and not wait and not reads and type(data) is dict and len(data) <= 16 and flat_answer(data):
+            # the answer is kept as is (a small flat dict: JSON in a checkpoint) until the same call comes
+            # again; only then are the two split into identifiers and the rest (the split costs more)
             before = self.shapes.get(sig) if st is not None else None
             self.shapes[sig] = dict(data)
             if len(self.shapes) > _MAX_KEYS:
