@@ -9,48 +9,63 @@ a few counters, so the cost of a decision does not depend on the history (a
 bounded window of recent calls is kept as plain data, so it checkpoints).
 What counts as *progress* decides almost everything:
 
-* a *pending* status ("running", "处理中") from a read is neither progress nor
-  a loop (it is waiting); a transient failure is the retry budget's business;
+* a *pending* status ("running", "处理中") from a read, a call repeated after a
+  wait tool, a scroll that says more follows, a call asking what is new since
+  a time, and an error saying "not ready yet" are neither progress nor a loop
+  (they are waiting); a transient failure is the retry budget's business;
 * any other failure with an error the window has not seen is progress (a
-  validation error fixed, the next one reported);
+  validation error fixed, the next one reported: short numbers such as line
+  numbers are part of the error);
 * a success with a result this window has not seen, and that is not empty,
   is progress; so is a success on a *target* the tool has not worked on yet
   (another id, path, page, recipient), unless a read returned the very same
   non-empty data again (a page parameter the API ignores);
-* a page past the end of a listing (after ``has_more: false`` or an empty
-  page) that returns nothing new is not progress;
-* a side-effecting tool (spec ``side_effect=True``, or the first verb in its
-  name) is progress when it succeeds with arguments it has not succeeded with
-  before, whatever it answers (a constant acknowledgement, a fresh id).
+* a page past the end of a listing (``has_more: false``, a null or unchanged
+  next cursor, the last page number, an empty page) that returns nothing new
+  is not progress;
+* a side-effecting tool (spec ``side_effect=True``, the first verb in its
+  name, an HTTP write method, or the same call answered under a fresh id) is
+  progress when it succeeds with arguments it has not succeeded with before,
+  whatever it answers (a constant acknowledgement, a fresh id);
+* a check repeated after something that is not a read made progress (an edit
+  between two builds) is not a repeat, unless it keeps failing the same way.
 
 Rules (each trip names the rule and its numbers; docs/guards.md says why each
 default is what it is):
 
-* ``identical``: the same call again while its result has not changed:
-  ``max_identical`` times, ``max_polls`` when the answer is a pending status
-  or a wait tool ran between the calls (polling is waiting, not looping).
+* ``identical``: the same call again while its result has not changed and
+  nothing else progressed: ``max_identical`` times, ``max_polls`` when it is
+  waiting; after its result, a 3rd call answered as the 2nd, or a check that
+  failed the same way ``max_unchanged`` times across other work; a call a
+  person refused (or left unapproved) made again.
 * ``duplicate_action``: a side-effecting call that already succeeded with the
-  same arguments, or a create of the same content under a name numbered anew.
-* ``retry_budget``: transient failures of one tool in a row past
-  ``max_transient_retries`` (paced) or ``max_immediate_retries`` (in quick
-  succession): a hint after the failure that uses the budget up, never a
-  block; the next attempt stops.
+  same arguments; a create of the same content under a name numbered anew;
+  the same call answered under a fresh id; a send that rewords the last send
+  to the same place (``resend_similarity``) or changes only a counter.
+* ``retry_budget``: transient failures of one tool in a row: a hint after the
+  ``retry_hint_after``-th when no wait came between them, nothing else within
+  ``max_transient_retries`` retries (never a block or a stop), the attempt
+  after them stops; in quick succession ``max_immediate_retries``, a hint,
+  then a stop.
 * ``past_end``: another page of a listing that ended and already answered a
-  page past its end with nothing.
+  page past its end with nothing; ``max_empty_pages`` empty pages in a row
+  that still promise more.
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
   period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
   of work started over (two repeats in a row with the same results).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
-  brought no progress, or ``max_same_answer`` rewordings in a row got the very
-  same answer.
+  brought no progress, or ``max_same_answer`` rewordings in a row (the same
+  resources named) got the very same answer.
 * ``no_progress``: ``max_no_progress`` different calls in a row returned the
   same result or the same error.
 * ``outage``: tools failing with the same error (type and text, the tool's
   name masked) within ``outage_window`` calls: a hint at
   ``outage_hint_tools``; a further call to one of ``outage_tools`` such tools,
-  or to a tool sharing their name prefix, is blocked.
+  or to a tool sharing their name prefix, is blocked (until a wait tool ran).
 * ``question_repeat``: the agent asks the user again (the same or a reworded
-  question) what the user refused, declined or did not answer.
+  question) what the user refused, declined or did not answer; a question
+  asked twice already; any answered question asked again after another one
+  already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
 the model what it repeated and what else to do; the same trip again (or a
