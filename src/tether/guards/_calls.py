@@ -146,7 +146,9 @@ def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
         # "退款 流程" == "退款流程": CJK text has no word spaces (a space stays between two Latin words)
         out = words[0]
         for w in words[1:]:
-            out += w if _is_cjk(out[-1]) or _is_cjk(w[0]) else " " + w
+            a, b = out[-1], w[0]
+            out += w if "\u3040" <= a <= "\u9fff" or "\uac00" <= a <= "\ud7af" or "\u3040" <= b <= "\u9fff" \
+                or "\uac00" <= b <= "\ud7af" else " " + w
         return out
     return " ".join(words)
 
@@ -155,9 +157,6 @@ def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
 # never part of what the value names (a path ends in a letter, "C++" keeps its "+").
 _EDGE = " .,;:!?\"'()[]<>{}"
 
-
-def _is_cjk(c: str) -> bool:
-    return "\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af"
 _PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
 _FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
 

@@ -321,22 +321,24 @@ class LoopGuard(BaseGuard):
             self.waited = index
         elif ok:
             kind = _NORMAL
-            if not action and is_pending(data):
+            if action:
+                pass
+            elif is_pending(data):
                 if is_submitted(data, call.arguments):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
                     kind = _POLL
-            elif not action and st is not None and sig == skey and type(data) is dict and page_state(data) == -1:
-                kind = _POLL                # a call that walks on by itself (a scroll) and says more follow
-            elif not action and st is not None and asks_since(call.arguments):
-                kind = _POLL                # "what is new since 09:00": waiting for something to arrive
+            elif st is not None and ((sig == skey and type(data) is dict and page_state(data) == -1)
+                                     or asks_since(call.arguments)):
+                # a call that walks on by itself (a scroll) and says more follow; "what is new since 09:00"
+                kind = _POLL
         else:
             kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and is_empty_data(data)
-        listing = None if action or not ok else self.series.get(skey)
-        paging = ok and not action and kind == _NORMAL and (nothing or skey != sig)
-        state = page_state(data, call.arguments) if paging else 0
+        reading = ok and not action and kind == _NORMAL
+        listing = self.series.get(skey) if ok and not action else None
+        state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
         if kind != _NORMAL:
             progress = False
         elif not ok:
@@ -355,8 +357,8 @@ class LoopGuard(BaseGuard):
             progress = rkey not in self.seen_results or nothing or is_ack(data)
         else:
             progress = False
-        if ok and not action and kind == _NORMAL:
-            if (nothing and state >= 0) or (skey != sig and state > 0):
+        if reading:
+            if state > 0 or (nothing and state == 0):
                 if listing is None:
                     listing = self.series[skey] = [True, 0, 0]
                     _bound(self.series)
@@ -457,11 +459,11 @@ class LoopGuard(BaseGuard):
                 return self._ladder(*found)
         if fresh is not None and "duplicate_action" in cfg.rules:
             return self._ladder(*self._fresh_id(call, sig))
-        if st[2] == _NORMAL and "identical" in cfg.rules and (
+        if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
                 (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
-        if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
-                and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
+        if ok and kind == _NORMAL and not action and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer \
+                and "near_duplicate" in cfg.rules:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
