@@ -227,11 +227,11 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _flat(data: dict) -> bool:
     """Values all scalars or lists of at most one scalar (nothing to sort), keys all strings."""
+    scalars = _SCALARS
     for k, v in data.items():
         t = type(v)
-        if t not in _SCALARS and not (t is list and len(v) < 2 and (not v or type(v[0]) in _SCALARS)):
-            return False
-        if type(k) is not str:
+        if (t not in scalars and not (t is list and len(v) < 2 and (not v or type(v[0]) in scalars))) \
+                or type(k) is not str:
             return False
     return True
 
@@ -600,47 +600,60 @@ def numbered_copy(a: str | None, b: str | None) -> bool:
 
 
 def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
-    """What a listing's answer says about the pages after it: ``1`` it ended (``2``: its
-    next cursor is the one sent)
+    """What a listing's answer says about the pages after it: ``1`` it ended
     (``has_more: false``, a next cursor / page / token that is null or empty,
     ``is_last: true``, ``at_bottom: true``, the page number reached the page
-    count, or a next cursor equal to the one sent: it does not advance),
-    ``-1`` it goes on (``has_more: true``, ``at_bottom: false``), ``-2`` it goes
-    on from a next cursor the caller must send, ``0`` it does not say. Read at the top level and one level down
-    (``{"page": {"has_more": false}}``; ``{"links": {}}`` says nothing)."""
+    count), ``2`` its next cursor is the one sent (it does not advance), ``-1``
+    it goes on (``has_more: true``, ``at_bottom: false``), ``-2`` it goes on
+    from a next cursor the caller must send, ``0`` it does not say. Read at the
+    top level and one level down (``{"page": {"has_more": false}}``;
+    ``{"links": {}}`` says nothing)."""
     if not isinstance(data, dict):
         return 0
+    said = _page_level(data, arguments)
+    if said > 0:
+        return said
+    for v in data.values():
+        if type(v) is dict:
+            below = _page_level(v, arguments)
+            if below > 0:
+                return below
+            said = min(said, below)
+    return said
+
+
+def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
+    """One level of :func:`page_state`."""
     said = 0
-    for level in (data, *(v for v in data.values() if isinstance(v, dict))):
-        for key, value in level.items():
-            kind = _FLAG_KIND.get(key)
-            if kind is None:
-                k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
-                kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
-                        else 4 if k in _COUNT_FLAGS else 0)
-                if len(_FLAG_KIND) < 4096:
-                    _FLAG_KIND[key] = kind
-            if not kind:
-                continue
-            if kind == 1 and isinstance(value, bool):
-                if not value:
-                    return 1
-                said = -1
-            elif kind == 2 and isinstance(value, bool):
-                if value:
-                    return 1
-                said = -1
-            elif kind == 3:
-                if value is None or value == "":
-                    return 1
-                if arguments and isinstance(value, (str, int)) and any(
-                        v == value for k, v in arguments.items() if is_page_key(k)):
-                    return 2                # the next cursor is the one sent: the walk does not advance
-                said = -2                   # goes on, from a cursor the caller must send
-            elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
-                page = level.get("page", level.get("current_page", level.get("currentPage")))
-                if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):
-                    return 1                # page 1 of 1, or a page number past a count of 0
+    for key, value in level.items():
+        kind = _FLAG_KIND.get(key)
+        if kind is None:
+            k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+            kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
+                    else 4 if k in _COUNT_FLAGS else 0)
+            if len(_FLAG_KIND) < 4096:
+                _FLAG_KIND[key] = kind
+        if not kind:
+            continue
+        if kind == 1 and isinstance(value, bool):
+            if not value:
+                return 1
+            said = min(said, -1)
+        elif kind == 2 and isinstance(value, bool):
+            if value:
+                return 1
+            said = min(said, -1)
+        elif kind == 3:
+            if value is None or value == "":
+                return 1
+            if arguments and isinstance(value, (str, int)) and any(
+                    v == value for k, v in arguments.items() if is_page_key(k)):
+                return 2                    # the next cursor is the one sent: the walk does not advance
+            said = -2                       # goes on, from a cursor the caller must send
+        elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
+            page = level.get("page", level.get("current_page", level.get("currentPage")))
+            if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):
+                return 1                    # page 1 of 1, or a page number past a count of 0
     return said
 
 
