@@ -50,6 +50,9 @@ LEGITIMATE = {
     "a report polled with a wait until it is ready": [
         x for _ in range(4) for x in (err("get_report", {"id": "r1"}, "404 report not ready", "not_found"),
                                       ok("sleep", {"seconds": 10}, None))] + [ok("get_report", {"id": "r1"}, {"rows": 3})],
+    "an answer that carries a fresh request id each time": [
+        ok("weather", {"city": "Paris"}, {"temp_c": 20, "request_id": f"req_{i}"}) for i in range(2)] + [
+        ok("weather", {"city": "Lyon"}, {"temp_c": 22, "request_id": "req_9"})],
     "a listing walked to its end": [
         ok("list_files", {"folder": "docs", "page": i}, {"files": [f"f{i}{j}" for j in range(3)], "has_more": i < 3})
         for i in range(1, 4)],

@@ -738,17 +738,20 @@ _ID_KEY = re.compile(r"(?:^|_|-)(?:id|ids|uuid|guid|key|number|no|ref|pnr|sid|ha
 _ID_VALUE = re.compile(r"[A-Za-z]{1,16}[-_:]?[A-Za-z]*\d[\w-]{0,40}")
 
 
-def id_split(data: Any) -> tuple[str, str] | None:
+def id_split(data: Any, ignore: frozenset[str] = frozenset()) -> tuple[str, str] | None:
     """A small answer that carries identifiers (``{"task_id": "t_02", "status":
     "started"}``): (the rest of it, its identifiers), for telling a call that
     made something new (the same answer under a fresh id) from one that read
-    the same thing again. None when the answer carries no identifier."""
+    the same thing again. Fields in ``ignore`` (``request_id``, ``timestamp``)
+    are left out of both. None when the answer carries no identifier."""
     if type(data) is not dict or not data or len(data) > 16:
         return None
     ids, rest = [], []
     for key, value in data.items():
         if not isinstance(key, str):
             return None
+        if key in ignore:
+            continue                        # a request id or a timestamp of the answer: noise, not a new thing
         if ((isinstance(value, str) and len(value) <= 64 and (_ID_KEY.search(key) or _ID_VALUE.fullmatch(value)))
                 or (isinstance(value, int) and not isinstance(value, bool) and _ID_KEY.search(key))):
             ids.append(f"{key}={value}")

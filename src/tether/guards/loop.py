@@ -308,7 +308,7 @@ class LoopGuard(BaseGuard):
             if len(self.shapes) > _MAX_KEYS:
                 _bound(self.shapes)
             if before is not None and rkey != st[0]:
-                shape, earlier = id_split(data), id_split(before)
+                shape, earlier = id_split(data, cfg.ignore_fields), id_split(before, cfg.ignore_fields)
                 if shape is not None and earlier is not None and earlier[0] == shape[0] and earlier[1] != shape[1] \
                         and self._quiet_since(st, tool):
                     # nothing else happened between: not a re-read after a change
