@@ -140,6 +140,8 @@ def load_item(path: Path) -> Item:
         raise _fail(where, f"not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise _fail(where, "not a JSON object")
+    if "label" not in doc and "actions" not in doc:
+        raise NotAnItem(where)             # labels or notes kept beside the items
     label, actions = doc.get("label"), doc.get("actions")
     if label not in ("loop", "ok"):
         raise _fail(where, f"label must be 'loop' or 'ok', not {label!r}")
@@ -208,8 +210,18 @@ def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
     return t
 
 
+class NotAnItem(Exception):
+    """A JSON file beside the items that is not one (a reader's labels, notes)."""
+
+
 def load_corpus(folders: Iterable[Path], half: str | None = None) -> list[Item]:
-    return [load_item(f) for f in corpus_files(folders, half)]
+    out = []
+    for f in corpus_files(folders, half):
+        try:
+            out.append(load_item(f))
+        except NotAnItem:
+            continue
+    return out
 
 
 def default_folders() -> list[Path]:
@@ -403,7 +415,12 @@ def main(argv: list[str]) -> int:
             ok &= passes(report("authors' corpus (written by the rule authors, tests/data/loop_corpus/corpus.py; "
                                 "regression set)", authors, make, items=a.items, rules=a.rules))
     except CaseFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if a.half in ("heldout", "all") and not a.show_sealed_ids and any(
+                half_of(Path(str(loc.path))) in SEALED for loc, _ in exc.problems):
+            print("error: a file of the sealed held-out set is not a valid item (its name is an item id: "
+                  "--show-sealed-ids names it)", file=sys.stderr)
+        else:
+            print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0 if ok else 1
 

@@ -148,3 +148,17 @@ def test_an_empty_heldout_folder_is_skipped_cleanly(tmp_path, capsys):
     (tmp_path / "heldout" / "README.md").write_text("round 3 goes here", encoding="utf-8")
     assert main(["--corpus", str(tmp_path), "--half", "heldout"]) == 0
     assert "held-out: no items" in capsys.readouterr().out
+
+
+def test_a_broken_sealed_file_is_reported_without_its_name(tmp_path, capsys):
+    from guard_quality import main
+
+    held = tmp_path / "heldout"
+    held.mkdir()
+    (held / "secret-item.json").write_text("{broken", encoding="utf-8")
+    (held / "labels-by-reader-2.json").write_text(json.dumps({"secret-item": {"label": "ok"}}), encoding="utf-8")
+    assert main(["--corpus", str(tmp_path), "--half", "heldout"]) == 2
+    err = capsys.readouterr().err
+    assert "sealed" in err and "secret" not in err
+    assert main(["--corpus", str(tmp_path), "--half", "heldout", "--show-sealed-ids"]) == 2
+    assert "secret-item.json" in capsys.readouterr().err
