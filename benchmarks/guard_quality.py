@@ -107,12 +107,17 @@ def half_of(path: Path) -> str | None:
 def corpus_files(folders: Iterable[Path], half: str | None = None) -> list[Path]:
     """JSON item files under ``folders`` (recursively), of one half or all.
     A file of another half is never opened."""
-    out: list[Path] = []
+    out: dict[Path, None] = {}      # a file under two of the folders (one inside the other) counts once
     for folder in folders:
         folder = Path(folder)
         files = [folder] if folder.is_file() else sorted(folder.rglob("*.json"))
-        out += [f for f in files if f.name not in NOT_ITEMS and (half is None or half_of(f) == half)]
-    return out
+        out |= {f.resolve(): None for f in files if not is_not_item(f) and (half is None or half_of(f) == half)}
+    return list(out)
+
+
+def is_not_item(path: Path) -> bool:
+    """Readers' labels and their maps kept beside the items (second_reader*.json)."""
+    return path.name in NOT_ITEMS or path.name.startswith("second_reader")
 
 
 def folder_of(path: Path) -> str:
@@ -226,7 +231,7 @@ def load_corpus(folders: Iterable[Path], half: str | None = None) -> list[Item]:
 
 def default_folders() -> list[Path]:
     """The blind corpus in the repository: every folder named tuning / heldout under tests/data/loop_corpus."""
-    return sorted({p.parent for p in CORPUS_ROOT.rglob("*.json") if half_of(p) and p.name not in NOT_ITEMS}) \
+    return sorted({p.parent for p in CORPUS_ROOT.rglob("*.json") if half_of(p) and not is_not_item(p)}) \
         if CORPUS_ROOT.exists() else []
 
 

@@ -11,7 +11,7 @@ import sys
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DIR = os.path.join(HERE, "c")
+DIR = os.path.join(HERE, "..", "c3")
 USED = "/work/used_urls.txt"
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 ID_RE = re.compile(r"^c-[a-z0-9]+(-[a-z0-9]+)*$")

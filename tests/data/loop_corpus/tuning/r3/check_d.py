@@ -8,7 +8,7 @@ import json, os, re, sys
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FOLDER = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "d")
+FOLDER = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "d3")
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 CJK = re.compile(r"[\u3400-\u9fff]")
 
