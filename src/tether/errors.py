@@ -214,7 +214,7 @@ class RunStop(LoopSignal):
         self.status = status
         self.reply = reply
         self.reason = reason
-        self.verdict = verdict      # the guard's Verdict, when a guard stopped the run
+        self.verdict = verdict      # the guard's Intervention, when a guard stopped the run
         self.result = result        # the tool result to record, when a gate stopped it at a tool call
         self.requeue = requeue      # the call is asked again when the run resumes (a pending approval)
         super().__init__(f"run stopped ({status}): {reason}")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..events import Trajectory
 from ..messages import Message, canonical_json
 from ..status import TerminalStatus
-from ._base import BaseGuard, GuardContext, Verdict
+from ._base import BaseGuard, GuardContext, Intervention
 from .result import _get
 
 
@@ -93,7 +93,7 @@ class GoalGuard(BaseGuard):
     def pinned(self, ctx: GuardContext) -> list[str]:
         return [self.goal.render()]
 
-    async def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+    async def before_model(self, ctx: GuardContext, request: Any) -> Intervention | None:
         if self.judge is None or ctx.step <= 1 or (ctx.step - 1) % self.check_every:
             return None
         calls = ctx.trajectory.tool_calls()[-self.check_every:]
@@ -117,15 +117,15 @@ class GoalGuard(BaseGuard):
         self.drifts_in_a_row += 1
         numbers = {"drifts_in_a_row": self.drifts_in_a_row, "limit": self.max_drift}
         if self.drifts_in_a_row >= self.max_drift:
-            return Verdict("escalate", "goal.drift", f"{self.drifts_in_a_row} drift checks in a row: {answer}", numbers)
-        return Verdict("hint", "goal.drift", f"偏离目标：{answer}。请停止当前方向，回到目标重新规划。", numbers)
+            return Intervention("escalate", "goal.drift", f"{self.drifts_in_a_row} drift checks in a row: {answer}", numbers)
+        return Intervention("hint", "goal.drift", f"偏离目标：{answer}。请停止当前方向，回到目标重新规划。", numbers)
 
-    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None:
+    def on_final(self, ctx: GuardContext, reply: str) -> Intervention | None:
         found = evidence_for(self.goal, ctx.trajectory)
         missing = [a for a, proof in found.items() if proof is None]
         if not missing:
             return None
-        return Verdict("stop", "goal.evidence_missing",
+        return Intervention("stop", "goal.evidence_missing",
                        f"partially complete: no evidence for {', '.join(missing)} "
                        f"({len(found) - len(missing)} of {len(found)} acceptance criteria proven)",
                        {"proven": len(found) - len(missing), "required": len(found)},

@@ -40,7 +40,7 @@ from ..events import (
     Trajectory,
 )
 from ..messages import Decision, DecisionKind, ToolCallRequest, ToolSpec, Usage
-from ._base import GuardChain, GuardContext, Verdict
+from ._base import GuardChain, GuardContext, Intervention
 
 
 
@@ -49,7 +49,7 @@ class Trip:
     seq: int                 # the event of the original trace where the guard tripped
     step: int
     guard: str
-    verdict: Verdict
+    verdict: Intervention
     after_stop: bool         # the run would already have ended before this trip
 
 

@@ -48,7 +48,7 @@ from ..events import (
     message_delta,
     outcome_of,
 )
-from ..guards import GuardContext, Verdict
+from ..guards import GuardContext, Intervention
 from ..guards._base import GuardChain, Trip
 from ..messages import Decision, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest, ModelResponse
@@ -405,7 +405,7 @@ class RunSession(Replaying):
                             tool_calls=s.tool_calls,
                             model_name=self.model_name, tools=self.specs)
 
-    async def ask(self, hook: str, *args: Any) -> Verdict | None:
+    async def ask(self, hook: str, *args: Any) -> Intervention | None:
         """Ask the guard chain at ``hook``; every trip is recorded, hints are kept
         for the model's next request, the deciding verdict (if any) is returned."""
         trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
@@ -428,7 +428,7 @@ class RunSession(Replaying):
         hints, self.state.pending_hints = self.state.pending_hints, []
         return hints
 
-    def stop(self, verdict: Verdict) -> RunStop:
+    def stop(self, verdict: Intervention) -> RunStop:
         if verdict.action == "escalate":
             return RunStop(TerminalStatus.NEEDS_HUMAN, self.state.last_text, verdict.message, verdict)
         return RunStop(verdict.status or TerminalStatus.LOOP_ABORTED, self.state.last_text, verdict.message, verdict)
