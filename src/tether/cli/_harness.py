@@ -16,11 +16,11 @@ from ..guards.budget import Budget, BudgetGuard
 from ..guards.stacks import guard_stack
 from ..runtime.approvals import (
     ApprovalGate,
-    ApprovalPolicy,
+    ApprovalRules,
     ApprovalRule,
     CLIApprover,
     DeferredApprover,
-    PolicyApprover,
+    FixedApprover,
 )
 
 _BUDGET_KEYS = {"tool_calls": "max_tool_calls", "model_calls": "max_model_calls", "seconds": "max_seconds",
@@ -105,6 +105,6 @@ class RunSpec:
         if not self.approve:
             return None
         rule = ApprovalRule(tuple(self.approve), f"tools matching {', '.join(self.approve)} need approval (--approve)")
-        chosen = {"deferred": DeferredApprover(), "cli": CLIApprover(), "deny": PolicyApprover("reject"),
-                  "allow": PolicyApprover("approve")}[name]
-        return ApprovalGate(ApprovalPolicy((rule,)), chosen)
+        chosen = {"deferred": DeferredApprover(), "cli": CLIApprover(), "deny": FixedApprover("reject"),
+                  "allow": FixedApprover("approve")}[name]
+        return ApprovalGate(ApprovalRules((rule,)), chosen)
