@@ -28,7 +28,7 @@ from ._http import (
     default_connections,
     ModelOptions,
     ProviderFailure,
-    RetryPolicy,
+    RetryOptions,
     RawCall,
     build_decision,
     estimate_tokens,
@@ -39,7 +39,7 @@ from ._http import (
 )
 
 __all__ = [
-    "AdapterStats", "ModelOptions", "OpenAIChatModel", "ProviderFailure", "RetryPolicy",
+    "AdapterStats", "ModelOptions", "OpenAIChatModel", "ProviderFailure", "RetryOptions",
     "from_compat_spec", "from_openai_spec", "to_openai_messages", "to_openai_tools",
 ]
 
