@@ -14,7 +14,7 @@ the same case are compared in five parts:
 - **text**: the final reply: a similarity ratio and a short unified diff.
 
 A sixth, ``cost`` (steps, tool calls, tokens), is kept beside them for the
-performance policy. Timings and ids are ignored: only what the agent did counts.
+performance change type. Timings and ids are ignored: only what the agent did counts.
 """
 
 from __future__ import annotations
