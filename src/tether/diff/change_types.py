@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .results import ResultsDiff, TrialDiff
-from .parts import Call, StepDiff, TrajectoryDiff
+from .parts import ComparedCall, StepDiff, TrajectoryDiff
 
 DEFAULT_SIDE_EFFECT_PREFIXES = ("create_", "submit_", "update_", "delete_", "send_", "pay_", "refund")
 
@@ -92,7 +92,7 @@ class SideEffects:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self.tools or name.startswith(self.prefixes))
 
-    def of(self, call: "Call") -> bool:
+    def of(self, call: "ComparedCall") -> bool:
         """Is this call side-effecting: named, else as its record says, else by its name."""
         if call.tool in self.tools:
             return True

@@ -26,7 +26,7 @@ from ._extract import Task, core_words
 from ._lexicon import bigrams, norm
 from ._planner import Goal, classify, tool_infos
 from ._program import Outcome, Program, Step
-from ._transcript import Call, Conversation, QAEvent, Replay, ToolEvent
+from ._transcript import AssessedCall, Conversation, QAEvent, Replay, ToolEvent
 
 __all__ = ["finish_up", "is_finish_up"]
 
@@ -68,7 +68,7 @@ def finish_up(mode: str, task: Task, conv: Conversation, messages: list[Message]
     tools = [e for e in conv.events if isinstance(e, ToolEvent)]
     ran = [e for e in tools if not not_run(e.assessment)]
     replay = Replay(conv.events, step)
-    replay.calls = [Call(e.name, dict(e.arguments), e.assessment) for e in ran if e.assessment is not None]
+    replay.calls = [AssessedCall(e.name, dict(e.arguments), e.assessment) for e in ran if e.assessment is not None]
     replay.questions = [(e.question, e.reply) for e in conv.events if isinstance(e, QAEvent)]
     p = Program(mode, task, tool_infos(_specs(tools)), replay, today)
     p.outcomes = _outcomes(p, task)
@@ -109,8 +109,8 @@ def _type(value: Any) -> str:
 class _Group:
     def __init__(self, item: str | None, web_only: bool = False):
         self.item, self.web_only = item, web_only
-        self.calls: list[Call] = []
-        self.web: list[Call] = []
+        self.calls: list[AssessedCall] = []
+        self.web: list[AssessedCall] = []
 
     def tools(self) -> list[str]:
         return list(dict.fromkeys(c.name for c in self.calls))
@@ -173,7 +173,7 @@ def _outcomes(p: Program, task: Task) -> list[Outcome]:
     return outcomes
 
 
-def _untried(task: Task, calls: list[Call], attempted: int) -> list[str]:
+def _untried(task: Task, calls: list[AssessedCall], attempted: int) -> list[str]:
     """Parts of the request no call got to: later clauses nothing in the calls or results speaks of."""
     seen = bigrams(" ".join(f"{c.name} {_blob(c.arguments)} {c.assessment.reason} {_blob(c.assessment.data)}"
                             for c in calls))
