@@ -32,7 +32,7 @@ Three families are kept apart (see STYLE.md item 5)::
         └── RunAborted             the run must not go on; the loop records it and re-raises
             ├── LeaseLost          another process took over the run's lease (nothing more is written)
             ├── ResumeDiverged     a run resumed by replay did not repeat its record
-            └── Mismatch           replay: the run departed from its recording (also an AssertionError)
+            └── Mismatch           replay: the run departed from its recording (also an AssertionError; mismatch.py)
                 ├── ModelRequestMismatch
                 ├── ToolNameMismatch
                 ├── ToolArgumentsMismatch

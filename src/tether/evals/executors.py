@@ -286,7 +286,7 @@ class RayExecutor:
 
     async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         from ..events import Trajectory
-        from ..report.otel import export_live
+        from ..runtime.session import RECORDED_LISTENERS
 
         if not jobs:
             return
@@ -314,7 +314,8 @@ class RayExecutor:
                     store_run(store, trajectory, tr.digest or "")
                 elif (store.get_run(job.run_id) or {}).get("digest") != tr.digest:
                     raise RuntimeError(f"run {job.run_id}: the worker did not store it in {store.where}")
-                export_live(trajectory)        # --otel: the worker's run, from the driver, once stored
+                for listener in RECORDED_LISTENERS:     # --otel: the worker's run, from the driver, once stored
+                    listener(trajectory)
                 if plan.config.export_dir is not None:
                     trajectory.save(Path(plan.config.export_dir) / f"{job.run_id}.jsonl")
                 on_done(job, tr, trajectory)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from ..errors import UsageError
 
@@ -47,9 +47,18 @@ class Intervention:
     finish_up: bool = False                # for stop: let the model write a final answer first
 
 
+async def plain_request(model: Any, request: Any, *, role: str) -> Any:
+    """A model request outside any run (offline ``guard-check``): nothing is recorded."""
+    return await model.request(request)
+
+
 @dataclass
 class GuardContext:
-    """What a guard may look at. ``trajectory`` is the live event stream."""
+    """What a guard may look at. ``trajectory`` is the live event stream.
+
+    ``side_request(model, request, role=...)`` asks a model *for* the run, not as
+    its agent (the goal guard's drift check): a live session records it as events
+    of the run with that role, its cost kept apart from the agent's."""
 
     trajectory: Trajectory
     step: int = 0
@@ -59,6 +68,7 @@ class GuardContext:
     tool_calls: int = 0               # executed tool calls
     model_name: str = ""
     tools: list[ToolSpec] = field(default_factory=list)
+    side_request: Callable[..., Awaitable[Any]] = plain_request
 
 
 HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_final", "on_stop", "pinned", "state",

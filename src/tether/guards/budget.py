@@ -18,19 +18,9 @@ from typing import Any
 from .. import i18n
 from ..events import Trajectory
 from ..messages import ToolCallRequest, Usage
+from ..models.tokens import DEFAULT_PRICES, estimate_tokens, price_of
 from ..status import TerminalStatus
 from ._base import BaseGuard, GuardContext, Intervention
-
-# USD per million tokens (input, output). Override with Budget(prices=...).
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
-}
 
 
 @dataclass(frozen=True)
@@ -44,21 +34,11 @@ class Budget:
     max_model_calls: int | None = None
     soft_fraction: float = 0.8
     default_output_estimate: int = 256
+    # USD per million tokens (input, output); default: tether.models.tokens.DEFAULT_PRICES
     prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> tuple[float, float] | None:
-        name = model.split(":", 1)[-1]
-        if name in self.prices:
-            return self.prices[name]
-        # longest known prefix: "gpt-4.1-mini-2025-04-14" -> "gpt-4.1-mini"
-        best = max((k for k in self.prices if name.startswith(k)), key=len, default=None)
-        return self.prices[best] if best else None
-
-
-def estimate_tokens(text: str) -> int:
-    """About 4 characters a token for Latin text, 1.5 for CJK."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
-    return max(1, int(cjk / 1.5 + (len(text) - cjk) / 4))
+        return price_of(model, self.prices)
 
 
 @dataclass

@@ -6,7 +6,7 @@
   (any model; a scripted one in tests) whether the recent actions serve the
   goal; it must answer starting with ``OK`` or ``DRIFT``. The check is recorded
   in the run (``model_request`` / ``model_decision`` with ``role="drift"``,
-  through :func:`tether.runtime.session.side_request`). The first drift is a
+  through ``GuardContext.side_request``, which the session provides). The first drift is a
   hint to re-plan; ``max_drift`` drifts in a row escalate to a human (5.2).
 * Completion is decided by evidence, not by the model's word (5.3): each
   acceptance criterion names the tool result that proves it. A final answer
@@ -100,15 +100,14 @@ class GoalGuard(BaseGuard):
         if not calls:
             return None
         from ..models import ModelRequest
-        from ..runtime.session import side_request
 
         prompt = DRIFT_PROMPT.format(
             task=self.goal.task, constraints="；".join(self.goal.constraints),
             acceptance="；".join(a.description or a.id for a in self.goal.acceptance),
             actions="\n".join(f"- {c.tool}({canonical_json(c.arguments)})" for c in calls))
         # recorded as events of the run (role "drift"), its cost kept apart from the agent's
-        response = await side_request(self.judge, ModelRequest(messages=[Message(role="user", content=prompt)],
-                                                               tools=[], step=ctx.step), role="drift")
+        request = ModelRequest(messages=[Message(role="user", content=prompt)], tools=[], step=ctx.step)
+        response = await ctx.side_request(self.judge, request, role="drift")
         answer = response.decision.text.strip()
         self.checks += 1
         if not answer.upper().startswith("DRIFT"):

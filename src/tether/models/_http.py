@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 from ..errors import ModelFailure
 from ..messages import Decision, ToolCallRequest, ToolSpec, Usage
+from .tokens import DEFAULT_PRICES, estimate_tokens, price_of
 
 log = logging.getLogger("tether.models")
 
@@ -72,7 +73,7 @@ class ModelOptions:
     ask_user: bool = True             # offer the ask_user pseudo-tool (see docs/models.md)
     temperature: float | None = None
     max_tokens: int | None = None     # None: provider default (Anthropic: 4096)
-    # USD per million tokens (input, output); None: tether.guards.budget.DEFAULT_PRICES.
+    # USD per million tokens (input, output); None: tether.models.tokens.DEFAULT_PRICES.
     prices: Mapping[str, tuple[float, float]] | None = None
     extra_body: Mapping[str, Any] | None = None   # extra JSON fields sent as is
     sleep: Sleep = asyncio.sleep      # injectable for tests
@@ -401,19 +402,11 @@ def make_usage(model_id: str, input_tokens: Any, output_tokens: Any, reported_co
     usage = Usage(input_tokens=_int(input_tokens), output_tokens=_int(output_tokens))
     if isinstance(reported_cost, (int, float)) and not isinstance(reported_cost, bool) and reported_cost >= 0:
         return usage.model_copy(update={"cost": float(reported_cost)})
-    from ..guards.budget import DEFAULT_PRICES, Budget  # lazy: models must not need guards at import
-
-    price = Budget(prices=dict(prices if prices is not None else DEFAULT_PRICES)).price(model_id)
+    price = price_of(model_id, prices if prices is not None else DEFAULT_PRICES)
     if price is None:
         return usage
     return usage.model_copy(update={
         "cost": (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000})
-
-
-def estimate_tokens(text: str) -> int:
-    from ..guards.budget import estimate_tokens as est
-
-    return est(text)
 
 
 # -- decisions ----------------------------------------------------------------

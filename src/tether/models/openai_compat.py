@@ -31,12 +31,12 @@ from ._http import (
     RetryOptions,
     RawCall,
     build_decision,
-    estimate_tokens,
     make_usage,
     offered_tools,
     redact,
     sdk_roundtrip,
 )
+from .tokens import estimate_tokens
 
 __all__ = [
     "AdapterStats", "ModelOptions", "OpenAIChatModel", "ProviderFailure", "RetryOptions",

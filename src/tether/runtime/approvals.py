@@ -255,6 +255,18 @@ class CLIApprover:
         return ApprovalDecision("reject", by="cli")
 
 
+# The approvers named on the command line (``--approver``) and in a run's recorded CLI recipe.
+APPROVERS = ("deferred", "cli", "deny", "allow")
+
+
+def approver_named(name: str) -> Approver:
+    """The approver ``--approver NAME`` stands for (one of :data:`APPROVERS`)."""
+    makers: dict[str, Callable[[], Approver]] = {
+        "deferred": DeferredApprover, "cli": CLIApprover,
+        "deny": lambda: FixedApprover("reject"), "allow": lambda: FixedApprover("approve")}
+    return makers[name]()
+
+
 @dataclass(frozen=True)
 class ApprovalGate:
     rules: ApprovalRules

@@ -176,6 +176,8 @@ def _stale_lease(row: dict) -> bool:
 
 # Called with (session, event) for every event a session records (tether.report.otel's live export).
 EVENT_LISTENERS: list[Callable[["RunSession", Any], None]] = []
+# Observers of a whole run recorded in another process (a Ray worker's trial), called once it is stored here.
+RECORDED_LISTENERS: list[Callable[[Trajectory], Any]] = []
 
 _CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
 
@@ -403,7 +405,7 @@ class RunSession(Replaying):
         return GuardContext(trajectory=self.trajectory, step=s.step, usage=s.usage,
                             elapsed_s=self.clock() - self.t0 - s.queued_s, model_calls=s.model_calls,
                             tool_calls=s.tool_calls,
-                            model_name=self.model_name, tools=self.specs)
+                            model_name=self.model_name, tools=self.specs, side_request=side_request)
 
     async def ask(self, hook: str, *args: Any) -> Intervention | None:
         """Ask the guard chain at ``hook``; every trip is recorded, hints are kept
