@@ -28,7 +28,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 from ..errors import ModelFailure
 from ..messages import Decision, ToolCallRequest, ToolSpec, Usage
-from .tokens import DEFAULT_PRICES, estimate_tokens, price_of
+from .tokens import DEFAULT_PRICES, price_of
 
 log = logging.getLogger("tether.models")
 

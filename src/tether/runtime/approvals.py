@@ -38,10 +38,6 @@ from ..messages import canonical_json
 
 Action = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
 
-# The seed's high-risk set, as example rules.
-HIGH_RISK_TOOLS = ("delete_data", "send_email", "payment", "batch_update")
-
-
 def arguments_digest(tool: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(f"{tool}\x1f{canonical_json(arguments)}".encode("utf-8")).hexdigest()
 

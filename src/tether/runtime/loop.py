@@ -35,7 +35,6 @@ from .session import RunResult, RunSession, Turn, model_params
 
 Ending = tuple[TerminalStatus, str, str]   # status, reply, reason
 
-FINISH_UP_PROMPT = i18n.TEXTS["finish_up"]      # by language: the run's (tether.i18n.run_language)
 
 
 @dataclass(frozen=True)
