@@ -63,7 +63,10 @@ def _get(data: Any, path: str) -> Any:
 
 
 @dataclass
-class Ledger:
+class CompletionLedger:
+    """What the run's tool calls did and did not get done (the side-effect ledger is
+    :class:`tether.runtime.effects.Ledger`)."""
+
     done: list[str] = field(default_factory=list)
     not_done: list[str] = field(default_factory=list)
 
@@ -98,8 +101,8 @@ class ResultGuard(BaseGuard):
         return Intervention("hint", "result.check", i18n.text(i18n.run_language(ctx.trajectory), "result.check",
                                                          problem=problem), {"tool": call.name})
 
-    def ledger(self, trajectory: Trajectory) -> Ledger:
-        out = Ledger()
+    def ledger(self, trajectory: Trajectory) -> CompletionLedger:
+        out = CompletionLedger()
         for call, result in trajectory.calls_with_results():
             if result is not None and (result.outcome is Outcome.BLOCKED or (
                     result.outcome is Outcome.HELD and result.error_type != "outcome_unknown")):
@@ -157,4 +160,4 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["Ledger", "ResultGuard", "SUCCESS_CLAIMS", "verify_result"]
+__all__ = ["CompletionLedger", "ResultGuard", "SUCCESS_CLAIMS", "verify_result"]
