@@ -25,7 +25,7 @@ from ._assess import Assessment
 from ._extract import Task, core_words
 from ._lexicon import bigrams, norm
 from ._planner import Goal, classify, tool_infos
-from ._program import Outcome, Program, Step
+from ._program import GoalOutcome, Program, Step
 from ._transcript import AssessedCall, Conversation, QAEvent, Replay, ToolEvent
 
 __all__ = ["finish_up", "is_finish_up"]
@@ -128,7 +128,7 @@ def _item(task: Task, arguments: dict[str, Any]) -> str | None:
     return next((i for i in task.items if norm(i).replace(" ", "") in text), None)
 
 
-def _outcomes(p: Program, task: Task) -> list[Outcome]:
+def _outcomes(p: Program, task: Task) -> list[GoalOutcome]:
     groups: list[_Group] = []
     for c in p.replay.calls:
         if p.infos[c.name].is_web:
@@ -157,7 +157,7 @@ def _outcomes(p: Program, task: Task) -> list[Outcome]:
         if g.item is None and not g.web_only:
             clause = task.clauses[goals] if 0 < goals < len(task.clauses) else None
             goals += 1
-        out = Outcome(Goal(clause, tuple(g.tools())), g.item)
+        out = GoalOutcome(Goal(clause, tuple(g.tools())), g.item)
         for tool in g.tools():
             mine = [c for c in g.calls if c.name == tool]
             good = [c for c in mine if c.assessment.status.usable]
