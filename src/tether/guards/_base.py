@@ -34,12 +34,12 @@ from ..events import ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, ToolSpec, Usage
 from ..status import TerminalStatus
 
-Action = Literal["hint", "block", "stop", "escalate"]
+InterventionAction = Literal["hint", "block", "stop", "escalate"]
 
 
 @dataclass(frozen=True)
 class Intervention:
-    action: Action
+    action: InterventionAction
     rule: str
     message: str
     numbers: dict[str, float | int | str] = field(default_factory=dict)

@@ -32,7 +32,7 @@ from ..messages import ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from ._base import BaseGuard, GuardContext, Intervention
 
-Rule = Callable[[ToolCallRequest, ToolResultEvent], "str | None"]
+ResultCheck = Callable[[ToolCallRequest, ToolResultEvent], "str | None"]
 
 SUCCESS_CLAIMS = (
     "已创建", "创建成功", "已提交", "提交成功", "已下单", "下单成功", "已预订", "预订成功", "已退款", "退款成功",
@@ -81,7 +81,7 @@ def _norm(text: str) -> str:
 @dataclass
 class ResultGuard(BaseGuard):
     required_fields: dict[str, list[str]] = field(default_factory=dict)
-    rules: list[Rule] = field(default_factory=list)
+    rules: list[ResultCheck] = field(default_factory=list)
     claim_tools: list[str] | None = None      # default: the side-effecting tools of the run
     claims: tuple[str, ...] = SUCCESS_CLAIMS
     check_ids: bool = True

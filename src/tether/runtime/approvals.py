@@ -36,7 +36,7 @@ from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from ..messages import canonical_json
 
-Action = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
+ApprovalAction = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
 
 def arguments_digest(tool: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(f"{tool}\x1f{canonical_json(arguments)}".encode("utf-8")).hexdigest()
@@ -92,7 +92,7 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalDecision:
-    action: Action
+    action: ApprovalAction
     arguments: dict[str, Any] | None = None   # for modify
     by: str = ""
     note: str = ""
