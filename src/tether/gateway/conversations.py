@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import RunStop
 from ..events import ToolCallEvent, ToolResultEvent
-from ..guards import Verdict
+from ..guards import Intervention
 from ..guards._base import Trip
 from ..guards.budget import BudgetGuard
 from ..ids import check_id
@@ -168,7 +168,7 @@ class Conversation:
         for guard in session.chain.guards:
             limit = guard.budget.max_tool_calls if isinstance(guard, BudgetGuard) else None
             if limit is not None and made >= limit:
-                verdict = Verdict("stop", "budget.tool_calls",
+                verdict = Intervention("stop", "budget.tool_calls",
                                   f"tool calls budget exhausted: {made} made, limit {limit}; no further call is "
                                   "offered to the model", {"dimension": "tool_calls", "projected": made + 1,
                                                           "limit": limit},

@@ -48,7 +48,7 @@ from ..events import (
     message_delta,
     outcome_of,
 )
-from ..guards import GuardContext, Verdict
+from ..guards import GuardContext, Intervention
 from ..guards._base import GuardChain, Trip
 from ..messages import Decision, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest, ModelResponse
@@ -176,6 +176,8 @@ def _stale_lease(row: dict) -> bool:
 
 # Called with (session, event) for every event a session records (tether.report.otel's live export).
 EVENT_LISTENERS: list[Callable[["RunSession", Any], None]] = []
+# Observers of a whole run recorded in another process (a Ray worker's trial), called once it is stored here.
+RECORDED_LISTENERS: list[Callable[[Trajectory], Any]] = []
 
 _CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
 
@@ -403,9 +405,9 @@ class RunSession(Replaying):
         return GuardContext(trajectory=self.trajectory, step=s.step, usage=s.usage,
                             elapsed_s=self.clock() - self.t0 - s.queued_s, model_calls=s.model_calls,
                             tool_calls=s.tool_calls,
-                            model_name=self.model_name, tools=self.specs)
+                            model_name=self.model_name, tools=self.specs, side_request=side_request)
 
-    async def ask(self, hook: str, *args: Any) -> Verdict | None:
+    async def ask(self, hook: str, *args: Any) -> Intervention | None:
         """Ask the guard chain at ``hook``; every trip is recorded, hints are kept
         for the model's next request, the deciding verdict (if any) is returned."""
         trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
@@ -428,7 +430,7 @@ class RunSession(Replaying):
         hints, self.state.pending_hints = self.state.pending_hints, []
         return hints
 
-    def stop(self, verdict: Verdict) -> RunStop:
+    def stop(self, verdict: Intervention) -> RunStop:
         if verdict.action == "escalate":
             return RunStop(TerminalStatus.NEEDS_HUMAN, self.state.last_text, verdict.message, verdict)
         return RunStop(verdict.status or TerminalStatus.LOOP_ABORTED, self.state.last_text, verdict.message, verdict)

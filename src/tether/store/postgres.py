@@ -306,9 +306,6 @@ class PostgresStore:
                                  "ORDER BY created DESC, eval_id DESC LIMIT ?", (limit,))]
 
     # -- events --------------------------------------------------------------------------
-    def append_event(self, run_id: str, seq: int, event: dict) -> None:
-        self.append_events(run_id, [(seq, event)])
-
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
         from .sqlite import _chunk, _duplicate
 
