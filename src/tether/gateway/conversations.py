@@ -36,8 +36,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..errors import RunStop
-from ..events import ToolCallEvent, ToolResultEvent
+from ..events import ToolCallEvent, ToolResultEvent, outcome_of
 from ..guards import Verdict
 from ..guards._base import Trip
 from ..guards.budget import BudgetGuard
@@ -65,7 +67,7 @@ def looks_failed(content: str) -> bool:
     head = content.lstrip()[:200]
     if head.startswith("{"):
         try:
-            obj = json.loads(content)
+            obj = orjson.loads(content)
         except ValueError:
             obj = None
         if isinstance(obj, dict):
@@ -242,8 +244,10 @@ class Conversation:
     async def _tool(self, call: Any, content: str) -> RunStop | None:
         session = self._live()
         s = session.state
-        session.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name,
-                                  arguments=self.redactor.redact(call.arguments)))
+        arguments = call.arguments
+        if arguments and _MAYBE_SECRET.search(json.dumps(arguments, ensure_ascii=False)):
+            arguments = self.redactor.redact(arguments)
+        session.add(ToolCallEvent(step=s.step, call_id=call.id, tool=call.name, arguments=arguments))
         verdict = await session.ask("before_tool", call)
         if verdict is not None and verdict.action != "block":
             session.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=False,
@@ -252,9 +256,11 @@ class Conversation:
             return session.stop(verdict)
         failed = looks_failed(content)
         text = self._text(content[:65536])
+        error_type = "tool_error" if failed else None
         event = session.add(ToolResultEvent(step=s.step, call_id=call.id, tool=call.name, ok=not failed,
                                             data=None if failed else text, error=text if failed else None,
-                                            error_type="tool_error" if failed else None, source="tool"))
+                                            error_type=error_type, source="tool",
+                                            outcome=outcome_of("tool", error_type)))
         s.tool_calls += 1
         after = await session.ask("after_tool", call, event)
         if after is not None and after.action != "block":

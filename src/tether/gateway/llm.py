@@ -18,6 +18,7 @@ if the gateway is killed right after.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -47,6 +48,7 @@ from .openai_format import (
 _HOP = {b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade",
         b"proxy-connection", b"proxy-authorization", b"accept-encoding", b"x-tether-run"}
 _HOP_BACK = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length"}
+SWITCH_S = 0.0002
 FINISH_UP = ("[tether] {reason}. Stop calling tools now. Write your final answer to the user: what was done, "
              "what was not, and why.")
 
@@ -116,6 +118,13 @@ def gateway_app(config: GatewayConfig) -> Any:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    # What start-up made lives as long as the gateway: out of the collector's
+                    # way, so a full collection walks the conversations only, not every import.
+                    gc.collect()
+                    gc.freeze()
+                    # The store thread needs the interpreter briefly for each write; a busy
+                    # event loop would otherwise keep it waiting 5 ms (Python's default) each time.
+                    sys.setswitchinterval(SWITCH_S)
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     conversations.close("the gateway shut down before the agent came back to this conversation")
