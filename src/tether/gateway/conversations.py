@@ -161,6 +161,11 @@ class Conversation:
             self._tools_json = canonical_json([t.model_dump(mode="json") for t in self._tools])
         return self._tools
 
+    def _tools_json_of(self, tools: list[ToolSpec]) -> str:
+        if tools is self._tools:
+            return self._tools_json
+        return canonical_json([t.model_dump(mode="json") for t in tools])
+
     def _live(self) -> RunSession:
         assert self.session is not None, "a finished conversation records nothing more"
         return self.session
@@ -273,7 +278,7 @@ class Conversation:
         messages = [*self.recorded, *extra] if extra else self.recorded
         request = ModelRequest.model_construct(messages=messages, tools=tools, step=session.state.step)
         session.record_request(request, model=model, params=params,
-                               request_hash=self.hasher.hexdigest(extra, self._tools_json if tools else "[]"))
+                               request_hash=self.hasher.hexdigest(extra, self._tools_json_of(tools)))
 
     def record_response(self, decision: Decision, usage: Usage, latency_ms: float) -> None:
         session = self._live()
