@@ -35,6 +35,7 @@ from .mcp_upstream import (
     dumps,
     lazy_result,
     parse_lazy,
+    widen_pipe,
     with_id,
 )
 from .windows import GuardWindows
@@ -281,6 +282,8 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
     """Serve one client on this process's stdin / stdout until stdin closes."""
     loop = asyncio.get_running_loop()
     if reader is None:
+        widen_pipe(sys.stdin.buffer)
+        widen_pipe(sys.stdout.buffer)
         reader = asyncio.StreamReader(limit=512 * 1024 * 1024)
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -295,10 +298,11 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
     lock = asyncio.Lock()
 
     async def send(message: dict[str, Any] | bytes) -> None:
-        data = (message if isinstance(message, bytes) else dumps(message)) + b"\n"
+        data = message if isinstance(message, bytes) else dumps(message)
         async with lock:
             try:
-                writer.write(data)
+                writer.write(data)            # the newline apart: a big answer is not copied once more for it
+                writer.write(b"\n")
                 await writer.drain()
             except (ConnectionError, OSError):
                 pass

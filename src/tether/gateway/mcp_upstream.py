@@ -33,6 +33,7 @@ OnMessage = Callable[[dict[str, Any]], Awaitable[None]]
 RAW = "\x00raw"      # key under which a response keeps the bytes it was read from
 LAZY = "\x00lazy"    # a big response passed on unparsed (its RAW bytes are the message)
 LAZY_BYTES = 4 * 1024 * 1024
+PIPE_BYTES = 1024 * 1024
 _READ_METHODS = frozenset({"initialize", "tools/list", "ping"})     # answers the gateway itself reads
 _HEAD = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+)\s*(?=[,}])')
 
@@ -50,6 +51,20 @@ def with_id(reply: dict[str, Any], rid: Any) -> dict[str, Any] | bytes:
                 end -= 1
             return b"".join((raw[:m.start(1)], dumps(rid), memoryview(raw)[m.end(1):end]))
     return {**reply, "id": rid}
+
+
+def widen_pipe(fileobj: Any, size: int = PIPE_BYTES) -> None:
+    """Give a pipe a bigger kernel buffer (Linux; anything else: left as it is), so a
+    big message crosses it in 1 MB steps instead of 64 KB ones: 16 times fewer
+    wake-ups of the processes on both ends, which on a busy machine is most of
+    what a 60 MB result costs beyond the server's own time."""
+    try:
+        import fcntl
+
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (OSError, ValueError, AttributeError, ImportError):
+        pass                 # not a pipe, not Linux, or over /proc/sys/fs/pipe-max-size
 
 
 def dumps(message: Any) -> bytes:
@@ -226,6 +241,11 @@ class StdioUpstream(Upstream):
         except (OSError, ValueError) as exc:
             self.dead = f"cannot start {self.label}: {exc.strerror if isinstance(exc, OSError) else exc}"
             raise UpstreamFailure(self.dead) from None
+        for pipe in (self.proc.stdout, self.proc.stdin):
+            transport = getattr(pipe, "_transport", None) or getattr(pipe, "transport", None)
+            info = transport.get_extra_info("pipe") if transport is not None else None
+            if info is not None:
+                widen_pipe(info)
         self.tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._stderr())]
 
     async def _send(self, message: dict[str, Any]) -> None:
