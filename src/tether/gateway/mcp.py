@@ -30,6 +30,7 @@ from .mcp_upstream import (
     LAZY,
     RAW,
     UNAVAILABLE,
+    Spliced,
     Upstream,
     default_initialize,
     dumps,
@@ -106,7 +107,7 @@ class MCPGateway:
         if reply is not None:
             await self.send(reply)
 
-    async def handle(self, message: Any) -> dict[str, Any] | bytes | None:
+    async def handle(self, message: Any) -> dict[str, Any] | Spliced | None:
         if isinstance(message, list):
             for m in message:
                 self.receive(m)
@@ -297,11 +298,12 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
             writer = _FileWriter(sys.stdout.buffer)
     lock = asyncio.Lock()
 
-    async def send(message: dict[str, Any] | bytes) -> None:
-        data = message if isinstance(message, bytes) else dumps(message)
+    async def send(message: dict[str, Any] | Spliced) -> None:
+        pieces = message if isinstance(message, Spliced) else (dumps(message),)
         async with lock:
             try:
-                writer.write(data)            # the newline apart: a big answer is not copied once more for it
+                for piece in pieces:          # a big answer's pieces as they are: no copy to join them
+                    writer.write(piece)
                 writer.write(b"\n")
                 await writer.drain()
             except (ConnectionError, OSError):
