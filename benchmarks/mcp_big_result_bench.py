@@ -53,7 +53,7 @@ def gateway(store: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", "tether.cli", "guard", "mcp", "--store", str(store), *options, "--", *server()]
 
 
-async def over_stdio(command: list[str], megabytes: int) -> float:
+async def over_stdio(command: list[str], megabytes: int) -> tuple[float, float]:
     """Initialize, then time one big call: request written -> whole answer line read."""
     proc = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.DEVNULL, limit=2**30, env=env())
@@ -69,14 +69,14 @@ async def over_stdio(command: list[str], megabytes: int) -> float:
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_time", "arguments": {}}})
         await proc.stdout.readuntil(b"\n")                 # warm: the server up, the window open
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), cpu(proc.pid)
         send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
               "params": {"name": "big", "arguments": {"megabytes": megabytes}}})
         line = await proc.stdout.readuntil(b"\n")
-        elapsed = time.perf_counter() - started
+        elapsed, spent = time.perf_counter() - started, cpu(proc.pid) - cpu0
         assert len(line) > megabytes * 1024 * 1024, len(line)
         assert line.startswith(b'{"') and b'"id":3' in line[:100].replace(b" ", b""), line[:100]
-        return elapsed
+        return elapsed, spent
     finally:
         proc.stdin.close()
         try:
@@ -86,13 +86,22 @@ async def over_stdio(command: list[str], megabytes: int) -> float:
             await proc.wait()
 
 
+def cpu(pid: int) -> float:
+    """CPU seconds (user + system) the process itself has used so far (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-async def over_http(store: Path, megabytes: int) -> float:
+async def over_http(store: Path, megabytes: int) -> tuple[float, float]:
     import httpx
 
     port = free_port()
@@ -107,19 +116,19 @@ async def over_http(store: Path, megabytes: int) -> float:
             headers["mcp-session-id"] = init.headers["mcp-session-id"]
             await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                                         "params": {"name": "get_time", "arguments": {}}})
-            started = time.perf_counter()
+            started, cpu0 = time.perf_counter(), cpu(proc.pid)
             reply = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                                                                 "params": {"name": "big",
                                                                            "arguments": {"megabytes": megabytes}}})
-            elapsed = time.perf_counter() - started
+            elapsed, spent = time.perf_counter() - started, cpu(proc.pid) - cpu0
         assert reply.status_code == 200 and len(reply.content) > megabytes * 1024 * 1024
-        return elapsed
+        return elapsed, spent
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-async def with_sdk(command: list[str], port: int, megabytes: int) -> float:
+async def with_sdk(command: list[str], port: int, megabytes: int) -> tuple[float, float]:
     """The mcp SDK's client over Streamable HTTP to ``command``, which listens on ``port``."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -131,14 +140,14 @@ async def with_sdk(command: list[str], port: int, megabytes: int) -> float:
             async with ClientSession(read, write) as client:
                 await client.initialize()
                 await client.call_tool("get_time", {})
-                started = time.perf_counter()
+                started, cpu0 = time.perf_counter(), cpu(proc.pid)
                 result = await client.call_tool("big", {"megabytes": megabytes})
-                elapsed = time.perf_counter() - started
+                elapsed, spent = time.perf_counter() - started, cpu(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     assert len(result.content[0].text) == megabytes * 1024 * 1024
-    return elapsed
+    return elapsed, spent
 
 
 async def wait_port(port: int) -> None:
@@ -170,17 +179,20 @@ def main() -> None:
             return with_sdk(gateway(folder / f"k{i}.db", "--listen", f"127.0.0.1:{port}"), port, mb)
 
         targets["mcp SDK client, HTTP, through tether guard mcp --listen"] = gateway_sdk
-    times: dict[str, list[float]] = {name: [] for name in targets}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in targets}
     for i in range(args.rounds):
         for name, run in targets.items():
             times[name].append(asyncio.run(run(i)))
-            print(f"{name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
-    print(f"\nA {mb} MB tool result, request to last byte, {args.rounds} round(s), "
-          f"{os.cpu_count()} CPU(s) shared with the server and client\n")
-    print("| path | best s | median s |")
-    print("|---|---:|---:|")
+            print(f"{name}: {times[name][-1][0]:.2f} s, {times[name][-1][1]:.2f} s CPU", file=sys.stderr, flush=True)
+    command = "python benchmarks/mcp_big_result_bench.py " + " ".join(sys.argv[1:])
+    print(f"\n`{command.strip()}`: a {mb} MB tool result, request to last byte, {args.rounds} round(s); "
+          f"{os.cpu_count()} CPU(s) shared by the server, the gateway and the client. CPU: what the process in "
+          "the middle spent on the call (the gateway; for the first row, the server itself).\n")
+    print("| path | best s | median s | CPU s (median) |")
+    print("|---|---:|---:|---:|")
     for name, ts in times.items():
-        print(f"| {name} | {min(ts):.2f} | {statistics.median(ts):.2f} |")
+        print(f"| {name} | {min(t for t, _ in ts):.2f} | {statistics.median(t for t, _ in ts):.2f} | "
+              f"{statistics.median(c for _, c in ts):.2f} |")
 
 
 if __name__ == "__main__":
