@@ -88,6 +88,9 @@ class RunConfig:
     # What kind of run this is and which eval it belongs to (recorded on run_started).
     kind: str = "run"
     eval_id: str | None = None
+    # False: a run whose state lives elsewhere (a gateway's conversation: its client
+    # holds the history) records its events only, no checkpoints; it cannot be resumed.
+    checkpoints: bool = True
 
 
 @dataclass
@@ -312,7 +315,7 @@ class RunSession(Replaying):
         a session that lost it stops (another process took over). A boundary with
         nothing new since the last checkpoint writes nothing; a run re-reaching
         its record (resumed by replay) only renews the lease."""
-        if self.store is None:
+        if self.store is None or not self.config.checkpoints:
             return
         mark = (len(self.trajectory), self.state.step, len(self.state.pending_calls))
         if self._replay is not None or mark == self._last_checkpoint:
@@ -412,13 +415,16 @@ class RunSession(Replaying):
         for the model's next request, the deciding verdict (if any) is returned."""
         trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
         for trip in trips:
-            self._record_trip(trip)
+            self.record_trip(trip)
         if decisive is not None:
             self.stopped_by = decisive.guard
             return decisive.verdict
         return None
 
-    def _record_trip(self, trip: Trip) -> None:
+    def record_trip(self, trip: Trip) -> None:
+        """Record a guard's verdict (a hint is kept for the model's next request).
+        ``ask`` records the chain's; a harness that decides for a guard outside
+        the chain (the LLM gateway's spent tool-call budget) records its own."""
         v = trip.verdict
         self.add(GuardTripped(step=self.state.step, guard=trip.guard.name, rule=v.rule, verdict=v.action,
                               message=v.message, numbers=dict(v.numbers)))
@@ -458,12 +464,15 @@ class RunSession(Replaying):
         return request
 
     def record_request(self, request: ModelRequest, *, model: str | None = None, role: str = "agent",
-                       params: dict[str, Any] | None = None) -> None:
-        """Record what the model was sent (messages as a delta against the previous request)."""
+                       params: dict[str, Any] | None = None, request_hash: str | None = None) -> None:
+        """Record what the model was sent (messages as a delta against the previous request).
+        ``request_hash``: the request's canonical hash when the caller keeps it up to date
+        as the conversation grows (the LLM gateway), instead of hashing it all again."""
         keep, added = message_delta(self._sent.get(role, []), request.messages)
         self._sent[role] = list(request.messages)
         self.add(ModelRequestEvent(step=request.step or self.state.step, message_count=len(request.messages),
-                                   tools=[t.name for t in request.tools], request_hash=request.canonical_hash(),
+                                   tools=[t.name for t in request.tools],
+                                   request_hash=request_hash or request.canonical_hash(),
                                    role=role, model=model or self.model_name, keep=keep, messages=added,  # type: ignore[arg-type]
                                    params=params or {}))
 
