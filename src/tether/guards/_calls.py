@@ -58,6 +58,11 @@ ACTION_VERBS = frozenset({
 CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
                           "schedule", "upload"})
 # Verbs that, first in a tool's name, mark a read whatever follows (``query_order``).
+# Write verbs that are as often nouns (the order, a post, a booking, a tag): in a name that also has a
+# read verb (``order.lookup``, ``post_search``, ``tag_list``) they name the thing read.
+_NOUN_VERBS = frozenset({"order", "post", "book", "comment", "label", "tag", "mark", "star", "like", "schedule",
+                         "store", "copy", "set", "patch", "transfer", "reply", "charge", "invite", "archive",
+                         "register", "payment", "upload", "commit", "push", "label"})
 READ_VERBS = frozenset({
     "get", "list", "query", "search", "fetch", "read", "find", "lookup", "look", "check", "describe", "show", "view",
     "count", "browse", "inspect", "retrieve", "poll", "watch", "scan", "preview", "export", "download", "load",
@@ -430,22 +435,24 @@ def is_action_name(tool: str) -> bool:
     """A side-effecting tool by its name: the first verb in it (after a vendor
     prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
     write verb."""
-    for token in _NAME_TOKEN.findall(tool):
-        t = token.casefold()
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    for t in tokens:
         if t in READ_VERBS:
             return False
         if t in ACTION_VERBS:
-            return True
+            # a word that is as often the thing as the act (``order.lookup``, ``post_search``) is not
+            # the verb when a read verb follows it
+            return t not in _NOUN_VERBS or not any(u in READ_VERBS for u in tokens)
     return False
 
 
 def is_read_name(tool: str) -> bool:
     """A read by its name: the first verb in it is a read verb (``read_file``, ``get_status``)."""
-    for token in _NAME_TOKEN.findall(tool):
-        t = token.casefold()
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    for t in tokens:
         if t in READ_VERBS:
             return True
-        if t in ACTION_VERBS:
+        if t in ACTION_VERBS and (t not in _NOUN_VERBS or not any(u in READ_VERBS for u in tokens)):
             return False
     return False
 
@@ -490,6 +497,20 @@ def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None
 
 def is_wait_name(tool: str) -> bool:
     return any(t.casefold() in WAIT_VERBS for t in _NAME_TOKEN.findall(tool))
+
+
+# a shell command that lets time pass before (or instead of) its work: ``sleep 30``,
+# ``sleep 90 && gh run view``, ``Start-Sleep -s 5; ...``, ``time.sleep(2)``
+_SLEEP_CMD = re.compile(r"(?:^|[;&|(\n]\s*|\btime\.)(?:sleep|start-sleep)\b[\s(]*(?:-\w+\s+)?\d", re.I)
+
+
+def waits_in(arguments: dict) -> bool:
+    """A call whose command waits first (a shell tool used as a sleep tool): what
+    follows it is a poll, not a repeat."""
+    for value in arguments.values():
+        if type(value) is str and "leep" in value and len(value) <= 2000 and _SLEEP_CMD.search(value):
+            return True
+    return False
 
 
 _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)

@@ -101,6 +101,7 @@ from ._calls import (
     is_submitted,
     is_transient,
     is_wait_name,
+    waits_in,
     is_write_call,
     is_read_name,
     is_not_ready,
@@ -167,7 +168,8 @@ class LoopConfig:
     max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
-    max_hints: int = 2                 # distinct hints before any further trip stops
+    max_hints: int = 3                 # distinct hints in a run; a trip of yet another kind says nothing (only the
+                                       # same trip again, after its hint, stops)
     rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
     exempt_tools: frozenset[str] = frozenset()
     ignore_fields: frozenset[str] = frozenset({"request_id", "timestamp", "ts", "trace_id", "span_id", "nonce",
@@ -250,6 +252,8 @@ class LoopGuard(BaseGuard):
         if self._lang is None:
             self._language(ctx)
         self._said = None
+        if len(ctx.trajectory.events) > self.scanned and self.asked is not None:
+            self._read_questions(ctx)       # a reply from the user since the last call is news
         ignore = cfg.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -294,6 +298,8 @@ class LoopGuard(BaseGuard):
         ok = result.ok
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
+        if not wait and not action and waits_in(call.arguments):
+            wait = True                     # a command that sleeps first: a wait, and what it runs a poll
         if not action and "method" in call.arguments:
             action = is_write_call(call.arguments)
         index = self.count
@@ -567,13 +573,17 @@ class LoopGuard(BaseGuard):
         return self._ladder("question_repeat", "question", message, {"count": n, "limit": limit, "reason": why})
 
     # -- the ladder ----------------------------------------------------------------
-    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Verdict:
+    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Verdict | None:
         """The first trip of a kind gets ``first`` (a hint, or a block for a
         retry of a transiently failing call); the same trip again stops."""
         cfg = self.config
         self.trips += 1
         trip_key = f"{rule}:{key}"
-        if trip_key not in self.hinted and len(self.hinted) < cfg.max_hints:
+        if trip_key not in self.hinted:
+            # a trip of a kind not hinted yet is never a stop, whatever came before: a stop needs the
+            # model to have been told about this very thing and to have done it again
+            if len(self.hinted) >= cfg.max_hints:
+                return None                 # the model had its hints; a new kind says nothing more
             self.hinted.append(trip_key)
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
@@ -958,7 +968,9 @@ class LoopGuard(BaseGuard):
                     self.reasked += 1               # a question asked again
                 self.asked.append([sorted(words), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
-                self.asked[-1][1] = Q.is_refusal(event.content)
+                refused = self.asked[-1][1] = Q.is_refusal(event.content)
+                if not refused:
+                    self.progressed += 1            # the user answered: a call made again after it is not a repeat
         self.scanned = len(events)
 
     # -- state -------------------------------------------------------------------
