@@ -366,6 +366,12 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                                          and _ID_CHARS.search(value) is not None)
             if target and ("/" in value or "\\" in value) and "://" not in value:
                 value = _norm_path(value)
+            elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
+                # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
+                # "555-123 4567") names the same thing as without them
+                bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
+                if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
+                    value = bare
             if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
@@ -398,6 +404,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
 
 
 _SLASHES = re.compile(r"/{2,}")
+_ID_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015\uff0d()\uff08\uff09]+")
 
 
 def _norm_path(value: str) -> str:
