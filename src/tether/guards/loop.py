@@ -144,6 +144,9 @@ class LoopConfig:
     min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
     resend_similarity: float = 90.0    # rapidfuzz ratio (0-100) over the free text of two sends of one tool to the
                                        # same place, at or above which the second rewords the first
+    max_sends_in_a_row: int = 3        # successful sends of one tool to the same place (the same arguments but
+                                       # the free text) with no other call between: the 3rd is a follow-up to a
+                                       # follow-up nobody answered (a chat reply in two parts is 2)
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
@@ -399,7 +402,12 @@ class LoopGuard(BaseGuard):
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
-            self.sent[tool] = [parts, *split_free(parts)]
+            free, rest = split_free(parts)
+            prev = self.sent.get(tool)
+            # sends in a row to the same place (the same other arguments), nothing else between
+            run = prev[3] + 1 if (free and prev is not None and len(prev) > 4 and prev[4] == index - 1
+                                  and _only_body_differs(prev[0], parts) and not is_create_name(tool)) else 1
+            self.sent[tool] = [parts, free, rest, run, index]
             _bound(self.sent)
             if is_create_name(tool):
                 self._created(tool, parts)
@@ -639,9 +647,20 @@ class LoopGuard(BaseGuard):
         that differ only in a counter (``task_progress: "(2/1)"``) next to at least
         ``_MIN_CONTENT`` characters of identical content. A re-sent message or a
         rewrite of the same file is another side effect, not new work."""
-        prev_parts, prev_free, prev_rest = self.sent[call.name]
+        last = self.sent[call.name]
+        prev_parts, prev_free, prev_rest = last[:3]
         parts = described[3]
         free, rest = split_free(parts)
+        if len(last) > 4 and last[3] >= self.config.max_sends_in_a_row - 1 and last[4] == self.count - 1 \
+                and _only_body_differs(prev_parts, parts):
+            n = last[3] + 1
+            self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=last[3])
+            return ("duplicate_action", f"resend:{call.name}",
+                    f"{call.name} ({_short(call.arguments)}) would be the {_ordinal(n)} message in a row to the same "
+                    "place with nothing read or received between them; limit "
+                    f"{self.config.max_sends_in_a_row - 1}. Wait for a reply or go on with the task instead of "
+                    "sending more.",
+                    {"count": n, "limit": self.config.max_sends_in_a_row - 1, "tool": call.name})
         if rest == prev_rest:
             if min(len(free), len(prev_free)) < _MIN_CONTENT or free == prev_free \
                     or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
@@ -987,7 +1006,7 @@ class LoopGuard(BaseGuard):
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
                 "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
-                "reasked": self.reasked, "sent": {k: [dict(v[0]), v[1], v[2]] for k, v in self.sent.items()},
+                "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
@@ -1015,9 +1034,21 @@ class LoopGuard(BaseGuard):
         self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
         self.reasked = int(state.get("reasked", 0))
-        self.sent = {k: [dict(v[0]), v[1], v[2]] for k, v in state.get("sent", {}).items()}
+        self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
         self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
+
+
+# the body of a message: two sends that differ only here say the same kind of thing to the same place
+# (a title or subject that differs names another thing: six issues from a checklist)
+_BODY_KEYS = frozenset({"message", "text", "body", "content", "html", "markdown", "msg"})
+
+
+def _only_body_differs(before: dict, parts: dict) -> bool:
+    if before.keys() != parts.keys():
+        return False
+    differ = [k for k in parts if parts[k] != before[k]]
+    return all(k.casefold() in _BODY_KEYS for k in differ) and any(k.casefold() in _BODY_KEYS for k in parts)
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
