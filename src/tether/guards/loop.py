@@ -202,6 +202,7 @@ class LoopGuard(BaseGuard):
     scanned: int = 0                                             # trajectory events read for questions
     count: int = 0                                               # calls recorded
     hinted: list = field(default_factory=list)                   # trip keys already hinted
+    hinted_sigs: list = field(default_factory=list)              # the calls those hints were about
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
@@ -226,6 +227,7 @@ class LoopGuard(BaseGuard):
         self._tripped: str | None = None    # the call id before_tool tripped on
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
+        self._sig = ""                      # the signature of the call being decided on
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -262,6 +264,7 @@ class LoopGuard(BaseGuard):
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
+        self._sig = sig
         rules = cfg.rules
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
@@ -296,6 +299,7 @@ class LoopGuard(BaseGuard):
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
+        self._sig = sig
         tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
         ok = result.ok
@@ -587,12 +591,14 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         self.trips += 1
         trip_key = f"{rule}:{key}"
-        if trip_key not in self.hinted:
-            # a trip of a kind not hinted yet is never a stop, whatever came before: a stop needs the
-            # model to have been told about this very thing and to have done it again
+        if trip_key not in self.hinted and self._sig not in self.hinted_sigs:
+            # a stop needs the model to have been told about this very loop (the same trip, or a trip on a
+            # call a hint was about) and to have gone on with it; anything else is a hint at most
             if len(self.hinted) >= cfg.max_hints:
                 return None                 # the model had its hints; a new kind says nothing more
             self.hinted.append(trip_key)
+            self.hinted_sigs += [self._sig, *(k for k in key.split("|") if ":" in k)]
+            del self.hinted_sigs[:-16]
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Verdict(first, rule, (self._said or message) + extra, numbers)
@@ -999,7 +1005,7 @@ class LoopGuard(BaseGuard):
                 "tool_streak": dict(self.tool_streak), "same_result": list(self.same_result),
                 "failed": {k: list(v) for k, v in self.failed.items()},
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
-                "hinted": list(self.hinted), "trips": self.trips, "acted": dict(self.acted),
+                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted),
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
                 "thinking_s": self.thinking_s, "thought_scanned": self.thought_scanned,
                 "series": {k: list(v) for k, v in self.series.items()},
@@ -1022,6 +1028,7 @@ class LoopGuard(BaseGuard):
         self.scanned = int(state.get("scanned", 0))
         self.count = int(state.get("count", 0))
         self.hinted = list(state.get("hinted", []))
+        self.hinted_sigs = list(state.get("hinted_sigs", []))
         self.trips = int(state.get("trips", 0))
         self.acted = dict(state.get("acted", {}))
         self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
