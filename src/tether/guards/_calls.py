@@ -106,7 +106,7 @@ WAIT_VERBS = frozenset({"sleep", "wait", "pause", "delay", "backoff"})
 
 _TRANSIENT = re.compile(
     r"\b(?:5\d\d|429)\b|time[d ]?\s?out|timeout|temporar|unavailable|rate.?limit|too many requests|try again|"
-    r"overloaded|connection (?:reset|refused|error)|econnreset|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
+    r"overloaded|connection (?:reset|refused|error)|econnreset|econnrefused|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
 # Limits that do not clear by waiting a few seconds, even when sent as a 429.
 _NOT_TRANSIENT = re.compile(
     r"(?<!非)(?<!not )(?<!not a )(?<!non-)(?:quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"

@@ -826,8 +826,10 @@ class LoopGuard(BaseGuard):
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
         if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff) \
-                or any(names_resource(k) or parts.get(k, "").isdigit() for k in diff):
-            return sig                      # an argument named for a resource (a line range, a page) never is
+                or any(names_resource(k) or parts.get(k, "").isdigit() or parts.get(k, "")[:1] in ("{", "[")
+                       for k in diff):
+            return sig                      # an argument named for a resource (a line range, a page) never is,
+                                            # nor an object (it may hold the page)
         known = self.irrelevant.setdefault(tool, [])
         known += [k for k in diff if k not in known]
         _bound(self.irrelevant)
