@@ -228,6 +228,7 @@ class LoopGuard(BaseGuard):
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
         self._sig = ""                      # the signature of the call being decided on
+        self._args: dict | None = None      # ... and its arguments
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -300,6 +301,7 @@ class LoopGuard(BaseGuard):
             sig, target, skey, parts = self._describe(call)
         self._pending = None
         self._sig = sig
+        self._args = call.arguments
         tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
         ok = result.ok
@@ -480,12 +482,48 @@ class LoopGuard(BaseGuard):
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
                 (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
+        if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
+            found = self._came_back(tool, sig, rkey, ok)
+            if found is not None:
+                return self._ladder(*found)
         if ok and kind == _NORMAL and not action and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer \
                 and "near_duplicate" in cfg.rules:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
         return None
+
+    def _came_back(self, tool: str, sig: str, rkey: str, ok: bool):
+        """A-B-A: this tool's answer is the one it gave two calls of it ago, and the call
+        between got another: a fix undone (an error that comes back after another one), a
+        toggle flipped back (the same call answering A, B, A). A new error each time is
+        progress; an error that returns is not."""
+        mine: list = []
+        calls = self.calls
+        for i in range(len(calls) - 2, max(-1, len(calls) - 2 - self.config.window), -1):
+            entry = calls[i]
+            if entry[_TOOL] == tool:
+                mine.append(entry)
+                if len(mine) == 2:
+                    break
+        if len(mine) < 2:
+            return None
+        between, before = mine
+        if before[_RESULT] != rkey or between[_RESULT] == rkey or between[_KIND] != _NORMAL \
+                or before[_KIND] != _NORMAL:
+            return None
+        if ok and not (between[_SIG] == sig == before[_SIG] and calls[-2] is between and calls[-3] is before):
+            return None                     # a success: only the very same call flipping back and forth, in a row
+                                            # (a status checked again after other work is a checkpoint)
+        if not ok and not between[_RESULT].startswith("!"):
+            return None                     # an error: it came back after another error, not after a success
+        what = "the same error as" if not ok else "the same answer as"
+        self._say("loop.cycle", period=2, tools=f"{tool} -> {tool}", rounds=2, limit=1)
+        return ("cycle", f"{between[_SIG]}|{sig}",
+                f"{tool} ({_short(self._args or {})}) got {what} two calls ago, with another one between: the "
+                "change made between was undone (A -> B -> A). Do not flip back and forth: look at both "
+                "answers together and make one change that satisfies both, or say what is in conflict.",
+                {"period": 2, "rounds": 2, "limit": 1, "tools": f"{tool} -> {tool}"})
 
     def _quiet_since(self, st: list, tool: str) -> bool:
         """No other tool made progress since the call of ``st`` last ran (a re-read
