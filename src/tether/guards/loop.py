@@ -350,7 +350,8 @@ class LoopGuard(BaseGuard):
         else:
             kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
-        nothing = ok and is_empty_data(data)
+        nothing = ok and (is_empty_data(data) or (skey != sig and _no_items(data)))
+        past = False
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
         state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
@@ -363,6 +364,7 @@ class LoopGuard(BaseGuard):
         elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
             progress = False                # a page past the end of a listing
             listing[1] += 1
+            past = sig != skey
         elif nothing and state > 1:
             progress = False                # an empty page whose next cursor is the one sent: stuck
         elif rkey not in self.seen_results and not nothing:
@@ -473,6 +475,11 @@ class LoopGuard(BaseGuard):
             self.retries.pop(tool, None)
         if tripped:
             return None
+        if past and "past_end" in cfg.rules:
+            # a page asked for after the listing ended, and it brought nothing: the end signal was not read
+            found = self._past_end(call, (sig, target, skey, parts))
+            if found is not None:
+                return self._ladder(*found)
         if not ok and "outage" in cfg.rules and result.executed:
             found = self._outage_seen(tool)
             if found is not None:
@@ -1096,6 +1103,26 @@ def _only_body_differs(before: dict, parts: dict) -> bool:
         return False
     differ = [k for k in parts if parts[k] != before[k]]
     return all(k.casefold() in _BODY_KEYS for k in differ) and any(k.casefold() in _BODY_KEYS for k in parts)
+
+
+def _no_items(data: Any) -> bool:
+    """A page with no items: an answer whose lists (at the top, or one level down) are all
+    empty, next to counts and totals (``{"total": 287, "results": []}``)."""
+    if type(data) is not dict:
+        return False
+    lists = 0
+    for value in data.values():
+        if type(value) is dict:
+            for inner in value.values():
+                if type(inner) is list:
+                    if inner:
+                        return False
+                    lists += 1
+        elif type(value) is list:
+            if value:
+                return False
+            lists += 1
+    return lists > 0
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
