@@ -397,6 +397,10 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             page = is_page_key(key)
         if page:
             paged = True
+        elif type(value) is dict and any(type(k) is str and is_page_key(k) for k in value):
+            # the page inside an object of query parameters ({"params": {"page": 13}})
+            paged = True
+            series.append(f"{key}=" + canon({k: v for k, v in value.items() if not is_page_key(str(k))}, ignore))
         else:
             series.append(part)
     head = tool + ":"
