@@ -354,8 +354,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     paged = False
     keys = sorted(arguments) if len(arguments) > 1 else arguments
     for key in keys:
-        if key in ignore:
-            continue
+        if key in ignore or _RETRY_KEY.search(key):
+            continue                        # a retry counter or backoff delay: the same call
         value = arguments[key]
         kind = _KEY_KIND.get(key)
         if kind is None:
@@ -409,6 +409,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
 
 
 _SLASHES = re.compile(r"/{2,}")
+_RETRY_KEY = re.compile(r"retr(?:y|ies)|attempt|backoff", re.I)
 _ID_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015\uff0d()\uff08\uff09]+")
 
 
@@ -479,7 +480,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Short numbers stay: "line 23" / "line 58" is another error (the last one was fixed).
 _VOLATILE_NUMBER = re.compile(
     r"\d+(?:[.,]\d+)*\s*(?:ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|秒|分钟)\b|"
-    r"\b(?=[0-9a-f-]*\d)[0-9a-f]{6,}(?:-[0-9a-f]+)*\b|\d{5,}|\d+(?:[.,]\d+)+")
+    r"\b(?=[0-9a-f-]*\d)[0-9a-f]{6,}(?:-[0-9a-f]+)*\b|\d{5,}|\d+(?:[.,]\d+)+|"
+    r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b")          # a clock time: when it failed, not what
 
 
 def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
@@ -705,6 +707,13 @@ def is_create_name(tool: str) -> bool:
     return any(t.casefold() in CREATE_VERBS for t in _NAME_TOKEN.findall(tool))
 
 
+# A server that says how long to wait: longer than this (s) is an outage to report, not a blip to retry
+# (SDK retry budgets wait seconds, at most a minute: openai-python caps its backoff at 8 s, botocore at 20 s)
+MAX_RETRY_AFTER_S = 60
+_RETRY_AFTER = re.compile(r"retry[- _]?after\W{0,3}(\d{1,7})\s*(s|sec|seconds?|m|min|minutes?|h|hours?|秒|分钟|小时)?",
+                          re.I)
+
+
 def is_transient(result: ToolResultEvent) -> bool:
     """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
     quota or billing limit does not, whatever its status code. Paths and URLs
@@ -714,6 +723,10 @@ def is_transient(result: ToolResultEvent) -> bool:
     text = _PATHS.sub(" ", result.error or "")
     if _NOT_TRANSIENT.search(text):
         return False
+    wait = _RETRY_AFTER.search(text)
+    if wait is not None and int(wait.group(1)) * (60 if (wait.group(2) or "")[:1] in ("m", "分") else 1) \
+            * (3600 if (wait.group(2) or "")[:1] in ("h", "小") else 1) > MAX_RETRY_AFTER_S:
+        return False                        # "Retry-After: 7200": over before a retry budget could end it
     if (result.error_type or "").casefold() in TRANSIENT_TYPES:
         return True
     return bool(_TRANSIENT.search(text))
