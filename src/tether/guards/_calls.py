@@ -714,6 +714,18 @@ _RETRY_AFTER = re.compile(r"retry[- _]?after\W{0,3}(\d{1,7})\s*(s|sec|seconds?|m
                           re.I)
 
 
+_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b[^.\n]{0,60}\b(?:not found|does not exist|doesn't exist|is not "
+                           r"available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+                           r"工具[^。\n]{0,30}(?:不存在|未找到)", re.I)
+
+
+def no_such_tool(result: ToolResultEvent) -> bool:
+    """The failure says the tool itself does not exist: the same call can never work."""
+    if (result.error_type or "").casefold() in ("tool_not_found", "unknown_tool", "no_such_tool"):
+        return True
+    return bool(_NO_SUCH_TOOL.search(result.error or ""))
+
+
 def is_transient(result: ToolResultEvent) -> bool:
     """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
     quota or billing limit does not, whatever its status code. Paths and URLs

@@ -102,6 +102,7 @@ from ._calls import (
     is_transient,
     is_wait_name,
     waits_in,
+    no_such_tool,
     is_write_call,
     is_read_name,
     is_not_ready,
@@ -487,7 +488,7 @@ class LoopGuard(BaseGuard):
         if fresh is not None and "duplicate_action" in cfg.rules:
             return self._ladder(*self._fresh_id(call, sig))
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
-                (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
+                (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
         if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
             found = self._came_back(tool, sig, rkey, ok)
