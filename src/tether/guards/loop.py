@@ -476,8 +476,10 @@ class LoopGuard(BaseGuard):
             self.retries.pop(tool, None)
         if tripped:
             return None
-        if past and "past_end" in cfg.rules:
-            # a page asked for after the listing ended, and it brought nothing: the end signal was not read
+        if past and "past_end" in cfg.rules and len(self.calls) > 1 and self.calls[-2][_TOOL] == tool \
+                and self.calls[-2][_RESULT] == rkey:
+            # the second empty answer in a row from a listing that ended (one page past the end is forgiven)
+            # a page asked for after the listing ended brought nothing again: the end signal was not read
             found = self._past_end(call, (sig, target, skey, parts))
             if found is not None:
                 return self._ladder(*found)
@@ -704,7 +706,8 @@ class LoopGuard(BaseGuard):
         parts = described[3]
         free, rest = split_free(parts)
         if len(last) > 4 and last[3] >= self.config.max_sends_in_a_row - 1 and last[4] == self.count - 1 \
-                and _only_body_differs(prev_parts, parts):
+                and _only_body_differs(prev_parts, parts) and _similarity(free, prev_free) < _TEMPLATE_FILL:
+            # a message in other words; one template filled with other values (a notice per service) is a batch
             n = last[3] + 1
             self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=last[3])
             return ("duplicate_action", f"resend:{call.name}",
@@ -1124,6 +1127,9 @@ def _no_items(data: Any) -> bool:
                 return False
             lists += 1
     return lists > 0
+
+
+_TEMPLATE_FILL = 80.0   # rapidfuzz ratio at or above which two messages are one template with other values in it
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
