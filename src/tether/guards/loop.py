@@ -221,6 +221,7 @@ class LoopGuard(BaseGuard):
     refusals: list = field(default_factory=list)                 # signatures of calls a person refused
     reasked: int = 0                                             # questions asked again so far
     progressed: int = 0                                          # calls so far that made progress
+    heard: int = -1                                              # trajectory events read for user replies
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -259,8 +260,9 @@ class LoopGuard(BaseGuard):
         if self._lang is None:
             self._language(ctx)
         self._said = None
-        if len(ctx.trajectory.events) > self.scanned and self.asked is not None:
-            self._read_questions(ctx)       # a reply from the user since the last call is news
+        events = ctx.trajectory.events
+        if len(events) > self.heard + 1:
+            self._heard(events)             # a reply from the user since the last call is news
         ignore = cfg.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -1032,6 +1034,18 @@ class LoopGuard(BaseGuard):
         self.thought_scanned = len(events)
         return self.thinking_s
 
+    def _heard(self, events: list) -> None:
+        """The user answered since the last call (not a refusal): a call made again after
+        it is not a repeat ("check again this afternoon", then the same lookup). Only the
+        last few events are read: a reply is news to the calls right after it."""
+        n = len(events)
+        for i in range(n - 1, max(self.heard, n - 9), -1):
+            event = events[i]
+            if isinstance(event, UserMessage) and not Q.is_refusal(event.content):
+                self.progressed += 1
+                break
+        self.heard = n - 1
+
     def _read_questions(self, ctx: GuardContext) -> None:
         """Fold the questions to the user and their replies since the last look."""
         events = ctx.trajectory.events
@@ -1044,9 +1058,7 @@ class LoopGuard(BaseGuard):
                     self.reasked += 1               # a question asked again
                 self.asked.append([sorted(words), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
-                refused = self.asked[-1][1] = Q.is_refusal(event.content)
-                if not refused:
-                    self.progressed += 1            # the user answered: a call made again after it is not a repeat
+                self.asked[-1][1] = Q.is_refusal(event.content)
         self.scanned = len(events)
 
     # -- state -------------------------------------------------------------------
@@ -1062,7 +1074,7 @@ class LoopGuard(BaseGuard):
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
                 "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
@@ -1091,6 +1103,7 @@ class LoopGuard(BaseGuard):
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
         self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
+        self.heard = int(state.get("heard", -1))
         self.reasked = int(state.get("reasked", 0))
         self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
         self.refusals = list(state.get("refusals", []))
