@@ -292,15 +292,16 @@ def _sort_key(value: Any) -> str:
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
-_QUERY, _TARGET, _BY_VALUE, _SHAPE = 0, 1, 2, 3
+_RETRY_KEY = re.compile(r"retr(?:y|ies)|attempt|backoff", re.I)
+_QUERY, _TARGET, _BY_VALUE, _SHAPE, _RETRY = 0, 1, 2, 3, 4     # _RETRY: a retry counter or backoff, dropped
 
 
 def _key_kind(key: str) -> int:
     kind = _KEY_KIND.get(key)
     if kind is None:
         k = key.casefold()
-        kind = (_QUERY if k in QUERY_KEYS else _SHAPE if _SHAPE_KEY.match(k) else _TARGET if _TARGET_KEY.search(k)
-                else _BY_VALUE)
+        kind = (_QUERY if k in QUERY_KEYS else _RETRY if _RETRY_KEY.search(k) else _SHAPE if _SHAPE_KEY.match(k)
+                else _TARGET if _TARGET_KEY.search(k) else _BY_VALUE)
         if len(_KEY_KIND) < 4096:
             _KEY_KIND[key] = kind
     return kind
@@ -354,12 +355,14 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     paged = False
     keys = sorted(arguments) if len(arguments) > 1 else arguments
     for key in keys:
-        if key in ignore or _RETRY_KEY.search(key):
-            continue                        # a retry counter or backoff delay: the same call
-        value = arguments[key]
+        if key in ignore:
+            continue
         kind = _KEY_KIND.get(key)
         if kind is None:
             kind = _key_kind(key)
+        if kind == _RETRY:
+            continue                        # a retry counter or backoff delay: the same call
+        value = arguments[key]
         if isinstance(value, str):
             if not value:
                 continue
@@ -409,7 +412,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
 
 
 _SLASHES = re.compile(r"/{2,}")
-_RETRY_KEY = re.compile(r"retr(?:y|ies)|attempt|backoff", re.I)
+
 _ID_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015\uff0d()\uff08\uff09]+")
 
 

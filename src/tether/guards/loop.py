@@ -260,9 +260,6 @@ class LoopGuard(BaseGuard):
         if self._lang is None:
             self._language(ctx)
         self._said = None
-        events = ctx.trajectory.events
-        if len(events) > self.heard + 1:
-            self._heard(events)             # a reply from the user since the last call is news
         ignore = cfg.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -310,7 +307,7 @@ class LoopGuard(BaseGuard):
         ok = result.ok
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
-        if not wait and not action and waits_in(call.arguments):
+        if not wait and not action and not reads and waits_in(call.arguments):
             wait = True                     # a command that sleeps first: a wait, and what it runs a poll
         if not action and "method" in call.arguments:
             action = is_write_call(call.arguments)
@@ -353,7 +350,8 @@ class LoopGuard(BaseGuard):
         else:
             kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
-        nothing = ok and (is_empty_data(data) or (skey != sig and _no_items(data)))
+        nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
+                                                   and _no_items(data)))
         past = False
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
@@ -608,6 +606,9 @@ class LoopGuard(BaseGuard):
                 {"failed_tools": len(group), "limit": cfg.outage_hint_tools - 1, "error_type": kind})
 
     def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+        events = ctx.trajectory.events
+        if len(events) > self.heard + 1:
+            self._heard(events)             # a reply from the user since the last decision is news
         decision = getattr(response, "decision", None) or _last_decision(ctx)
         if decision is None or decision.kind != DecisionKind.QUESTION or "question_repeat" not in self.config.rules:
             return None
@@ -1039,9 +1040,8 @@ class LoopGuard(BaseGuard):
         it is not a repeat ("check again this afternoon", then the same lookup). Only the
         last few events are read: a reply is news to the calls right after it."""
         n = len(events)
-        for i in range(n - 1, max(self.heard, n - 9), -1):
-            event = events[i]
-            if isinstance(event, UserMessage) and not Q.is_refusal(event.content):
+        for event in events[max(self.heard + 1, n - 8):]:
+            if type(event) is UserMessage and not Q.is_refusal(event.content):
                 self.progressed += 1
                 break
         self.heard = n - 1
@@ -1127,19 +1127,20 @@ def _no_items(data: Any) -> bool:
     empty, next to counts and totals (``{"total": 287, "results": []}``)."""
     if type(data) is not dict:
         return False
-    lists = 0
+    lists = False
     for value in data.values():
-        if type(value) is dict:
+        kind = type(value)
+        if kind is list:
+            if value:
+                return False
+            lists = True
+        elif kind is dict:
             for inner in value.values():
                 if type(inner) is list:
                     if inner:
                         return False
-                    lists += 1
-        elif type(value) is list:
-            if value:
-                return False
-            lists += 1
-    return lists > 0
+                    lists = True
+    return lists
 
 
 _TEMPLATE_FILL = 80.0   # rapidfuzz ratio at or above which two messages are one template with other values in it
