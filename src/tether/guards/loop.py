@@ -41,7 +41,8 @@ default is what it is):
 * ``duplicate_action``: a side-effecting call that already succeeded with the
   same arguments; a create of the same content under a name numbered anew;
   the same call answered under a fresh id; a send that rewords the last send
-  to the same place (``resend_similarity``) or changes only a counter.
+  to the same place (``resend_similarity``) or changes only a counter; the
+  ``max_sends_in_a_row``-th message in a row to one place in other words.
 * ``retry_budget``: transient failures of one tool in a row: a hint after the
   ``retry_hint_after``-th when no wait came between them, nothing else within
   ``max_transient_retries`` retries (never a block or a stop), the attempt
@@ -52,7 +53,8 @@ default is what it is):
   that still promise more.
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
   period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
-  of work started over (two repeats in a row with the same results).
+  of work started over (two repeats in a row with the same results); an
+  answer that comes back (A->B->A: an error after another error, a toggle).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
   brought no progress, or ``max_same_answer`` rewordings in a row (the same
   resources named) got the very same answer.
@@ -68,10 +70,11 @@ default is what it is):
   already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
-the model what it repeated and what else to do; the same trip again (or a
-third trip of any kind) stops the run as ``loop_aborted`` (or escalates with
-``on_repeat="escalate"``) after a finish-up request, so the user still gets an
-answer. ``outage`` blocks the call instead, since calling a dead service again
+the model what it repeated and what else to do; the same trip again, or a trip
+of any rule on a call a hint was already about, stops the run as
+``loop_aborted`` (or escalates with ``on_repeat="escalate"``) after a
+finish-up request, so the user still gets an answer. A trip about other calls
+is never a stop, whatever came before. ``outage`` blocks the call instead, since calling a dead service again
 only wastes time.
 """
 
