@@ -645,6 +645,8 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         self.trips += 1
         trip_key = f"{rule}:{key}"
+        if key[:1] == "~" and trip_key in self.hinted:
+            return None                     # a trip read from wording alone is said once and never stops
         if trip_key not in self.hinted and self._sig not in self.hinted_sigs:
             # a stop needs the model to have been told about this very loop (the same trip, or a trip on a
             # call a hint was about) and to have gone on with it; anything else is a hint at most
@@ -716,7 +718,7 @@ class LoopGuard(BaseGuard):
             # a message in other words; one template filled with other values (a notice per service) is a batch
             n = last[3] + 1
             self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=last[3])
-            return ("duplicate_action", f"resend:{call.name}",
+            return ("duplicate_action", f"~sends:{call.name}",
                     f"{call.name} ({_short(call.arguments)}) would be the {_ordinal(n)} message in a row to the same "
                     "place with nothing read or received between them; limit "
                     f"{self.config.max_sends_in_a_row - 1}. Wait for a reply or go on with the task instead of "
