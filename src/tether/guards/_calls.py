@@ -53,11 +53,17 @@ ACTION_VERBS = frozenset({
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
     "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write", "replace", "append",
     "overwrite", "commit", "push", "enqueue", "dispatch", "trigger", "charge", "purchase", "buy", "reserve", "make",
+    "respond",
 })
 # Verbs that bring a new object into being: two of them with the same content are two copies.
 CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
                           "schedule", "upload"})
 # Verbs that, first in a tool's name, mark a read whatever follows (``query_order``).
+# Write verbs that are as often nouns (the order, a post, a booking, a tag): in a name that also has a
+# read verb (``order.lookup``, ``post_search``, ``tag_list``) they name the thing read.
+_NOUN_VERBS = frozenset({"order", "post", "book", "comment", "label", "tag", "mark", "star", "like", "schedule",
+                         "store", "copy", "set", "patch", "transfer", "reply", "charge", "invite", "archive",
+                         "register", "payment", "upload", "commit", "push", "label"})
 READ_VERBS = frozenset({
     "get", "list", "query", "search", "fetch", "read", "find", "lookup", "look", "check", "describe", "show", "view",
     "count", "browse", "inspect", "retrieve", "poll", "watch", "scan", "preview", "export", "download", "load",
@@ -100,7 +106,7 @@ WAIT_VERBS = frozenset({"sleep", "wait", "pause", "delay", "backoff"})
 
 _TRANSIENT = re.compile(
     r"\b(?:5\d\d|429)\b|time[d ]?\s?out|timeout|temporar|unavailable|rate.?limit|too many requests|try again|"
-    r"overloaded|connection (?:reset|refused|error)|econnreset|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
+    r"overloaded|connection (?:reset|refused|error)|econnreset|econnrefused|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
 # Limits that do not clear by waiting a few seconds, even when sent as a 429.
 _NOT_TRANSIENT = re.compile(
     r"(?<!非)(?<!not )(?<!not a )(?<!non-)(?:quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
@@ -286,15 +292,16 @@ def _sort_key(value: Any) -> str:
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
-_QUERY, _TARGET, _BY_VALUE, _SHAPE = 0, 1, 2, 3
+_RETRY_KEY = re.compile(r"retr(?:y|ies)|attempt|backoff", re.I)
+_QUERY, _TARGET, _BY_VALUE, _SHAPE, _RETRY = 0, 1, 2, 3, 4     # _RETRY: a retry counter or backoff, dropped
 
 
 def _key_kind(key: str) -> int:
     kind = _KEY_KIND.get(key)
     if kind is None:
         k = key.casefold()
-        kind = (_QUERY if k in QUERY_KEYS else _SHAPE if _SHAPE_KEY.match(k) else _TARGET if _TARGET_KEY.search(k)
-                else _BY_VALUE)
+        kind = (_QUERY if k in QUERY_KEYS else _RETRY if _RETRY_KEY.search(k) else _SHAPE if _SHAPE_KEY.match(k)
+                else _TARGET if _TARGET_KEY.search(k) else _BY_VALUE)
         if len(_KEY_KIND) < 4096:
             _KEY_KIND[key] = kind
     return kind
@@ -350,10 +357,12 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     for key in keys:
         if key in ignore:
             continue
-        value = arguments[key]
         kind = _KEY_KIND.get(key)
         if kind is None:
             kind = _key_kind(key)
+        if kind == _RETRY:
+            continue                        # a retry counter or backoff delay: the same call
+        value = arguments[key]
         if isinstance(value, str):
             if not value:
                 continue
@@ -361,6 +370,12 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                                          and _ID_CHARS.search(value) is not None)
             if target and ("/" in value or "\\" in value) and "://" not in value:
                 value = _norm_path(value)
+            elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
+                # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
+                # "555-123 4567") names the same thing as without them
+                bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
+                if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
+                    value = bare
             if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
@@ -385,6 +400,10 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             page = is_page_key(key)
         if page:
             paged = True
+        elif type(value) is dict and any(type(k) is str and is_page_key(k) for k in value):
+            # the page inside an object of query parameters ({"params": {"page": 13}})
+            paged = True
+            series.append(f"{key}=" + canon({k: v for k, v in value.items() if not is_page_key(str(k))}, ignore))
         else:
             series.append(part)
     head = tool + ":"
@@ -393,6 +412,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
 
 
 _SLASHES = re.compile(r"/{2,}")
+
+_ID_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015\uff0d()\uff08\uff09]+")
 
 
 def _norm_path(value: str) -> str:
@@ -430,22 +451,24 @@ def is_action_name(tool: str) -> bool:
     """A side-effecting tool by its name: the first verb in it (after a vendor
     prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
     write verb."""
-    for token in _NAME_TOKEN.findall(tool):
-        t = token.casefold()
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    for t in tokens:
         if t in READ_VERBS:
             return False
         if t in ACTION_VERBS:
-            return True
+            # a word that is as often the thing as the act (``order.lookup``, ``post_search``) is not
+            # the verb when a read verb follows it
+            return t not in _NOUN_VERBS or not any(u in READ_VERBS for u in tokens)
     return False
 
 
 def is_read_name(tool: str) -> bool:
     """A read by its name: the first verb in it is a read verb (``read_file``, ``get_status``)."""
-    for token in _NAME_TOKEN.findall(tool):
-        t = token.casefold()
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    for t in tokens:
         if t in READ_VERBS:
             return True
-        if t in ACTION_VERBS:
+        if t in ACTION_VERBS and (t not in _NOUN_VERBS or not any(u in READ_VERBS for u in tokens)):
             return False
     return False
 
@@ -460,7 +483,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Short numbers stay: "line 23" / "line 58" is another error (the last one was fixed).
 _VOLATILE_NUMBER = re.compile(
     r"\d+(?:[.,]\d+)*\s*(?:ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|秒|分钟)\b|"
-    r"\b(?=[0-9a-f-]*\d)[0-9a-f]{6,}(?:-[0-9a-f]+)*\b|\d{5,}|\d+(?:[.,]\d+)+")
+    r"\b(?=[0-9a-f-]*\d)[0-9a-f]{6,}(?:-[0-9a-f]+)*\b|\d{5,}|\d+(?:[.,]\d+)+|"
+    r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?\b")          # a clock time: when it failed, not what
 
 
 def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
@@ -490,6 +514,20 @@ def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None
 
 def is_wait_name(tool: str) -> bool:
     return any(t.casefold() in WAIT_VERBS for t in _NAME_TOKEN.findall(tool))
+
+
+# a shell command that lets time pass before (or instead of) its work: ``sleep 30``,
+# ``sleep 90 && gh run view``, ``Start-Sleep -s 5; ...``, ``time.sleep(2)``
+_SLEEP_CMD = re.compile(r"(?:^|[;&|(\n]\s*|\btime\.)(?:sleep|start-sleep)\b[\s(]*(?:-\w+\s+)?\d", re.I)
+
+
+def waits_in(arguments: dict) -> bool:
+    """A call whose command waits first (a shell tool used as a sleep tool): what
+    follows it is a poll, not a repeat."""
+    for value in arguments.values():
+        if type(value) is str and "leep" in value and len(value) <= 2000 and _SLEEP_CMD.search(value):
+            return True
+    return False
 
 
 _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
@@ -672,6 +710,25 @@ def is_create_name(tool: str) -> bool:
     return any(t.casefold() in CREATE_VERBS for t in _NAME_TOKEN.findall(tool))
 
 
+# A server that says how long to wait: longer than this (s) is an outage to report, not a blip to retry
+# (SDK retry budgets wait seconds, at most a minute: openai-python caps its backoff at 8 s, botocore at 20 s)
+MAX_RETRY_AFTER_S = 60
+_RETRY_AFTER = re.compile(r"retry[- _]?after\W{0,3}(\d{1,7})\s*(s|sec|seconds?|m|min|minutes?|h|hours?|秒|分钟|小时)?",
+                          re.I)
+
+
+_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b[^.\n]{0,60}\b(?:not found|does not exist|doesn't exist|is not "
+                           r"available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+                           r"工具[^。\n]{0,30}(?:不存在|未找到)", re.I)
+
+
+def no_such_tool(result: ToolResultEvent) -> bool:
+    """The failure says the tool itself does not exist: the same call can never work."""
+    if (result.error_type or "").casefold() in ("tool_not_found", "unknown_tool", "no_such_tool"):
+        return True
+    return bool(_NO_SUCH_TOOL.search(result.error or ""))
+
+
 def is_transient(result: ToolResultEvent) -> bool:
     """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
     quota or billing limit does not, whatever its status code. Paths and URLs
@@ -681,6 +738,10 @@ def is_transient(result: ToolResultEvent) -> bool:
     text = _PATHS.sub(" ", result.error or "")
     if _NOT_TRANSIENT.search(text):
         return False
+    wait = _RETRY_AFTER.search(text)
+    if wait is not None and int(wait.group(1)) * (60 if (wait.group(2) or "")[:1] in ("m", "分") else 1) \
+            * (3600 if (wait.group(2) or "")[:1] in ("h", "小") else 1) > MAX_RETRY_AFTER_S:
+        return False                        # "Retry-After: 7200": over before a retry budget could end it
     if (result.error_type or "").casefold() in TRANSIENT_TYPES:
         return True
     return bool(_TRANSIENT.search(text))

@@ -45,11 +45,17 @@ def _norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text or "").casefold().split())
 
 
+_FIRST_CLAUSE = re.compile(r"[.!;,，。！；、]")
+
+
 def is_refusal(reply: str) -> bool:
     """A refusal or a non-answer: the question did not get what it asked for."""
     t = _norm(reply).strip(" 。.!！~～")
     if not t or t in NON_ANSWERS or t in DECLINES or " ".join(_PUNCT.sub(" ", t).split()) in DECLINES:
         return True
+    first = _FIRST_CLAUSE.split(t, 1)[0].strip()
+    if first != t and first in DECLINES:
+        return True                         # "No. Don't reinstall, check the mapper instead": a no, with reasons
     return any(r in t for r in REFUSALS)
 
 

@@ -41,7 +41,8 @@ default is what it is):
 * ``duplicate_action``: a side-effecting call that already succeeded with the
   same arguments; a create of the same content under a name numbered anew;
   the same call answered under a fresh id; a send that rewords the last send
-  to the same place (``resend_similarity``) or changes only a counter.
+  to the same place (``resend_similarity``) or changes only a counter; the
+  ``max_sends_in_a_row``-th message in a row to one place in other words.
 * ``retry_budget``: transient failures of one tool in a row: a hint after the
   ``retry_hint_after``-th when no wait came between them, nothing else within
   ``max_transient_retries`` retries (never a block or a stop), the attempt
@@ -52,7 +53,8 @@ default is what it is):
   that still promise more.
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
   period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
-  of work started over (two repeats in a row with the same results).
+  of work started over (two repeats in a row with the same results); an
+  answer that comes back (A->B->A: an error after another error, a toggle).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
   brought no progress, or ``max_same_answer`` rewordings in a row (the same
   resources named) got the very same answer.
@@ -68,10 +70,11 @@ default is what it is):
   already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
-the model what it repeated and what else to do; the same trip again (or a
-third trip of any kind) stops the run as ``loop_aborted`` (or escalates with
-``on_repeat="escalate"``) after a finish-up request, so the user still gets an
-answer. ``outage`` blocks the call instead, since calling a dead service again
+the model what it repeated and what else to do; the same trip again, or a trip
+of any rule on a call a hint was already about, stops the run as
+``loop_aborted`` (or escalates with ``on_repeat="escalate"``) after a
+finish-up request, so the user still gets an answer. A trip about other calls
+is never a stop, whatever came before. ``outage`` blocks the call instead, since calling a dead service again
 only wastes time.
 """
 
@@ -101,6 +104,8 @@ from ._calls import (
     is_submitted,
     is_transient,
     is_wait_name,
+    waits_in,
+    no_such_tool,
     is_write_call,
     is_read_name,
     is_not_ready,
@@ -143,6 +148,9 @@ class LoopConfig:
     min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
     resend_similarity: float = 90.0    # rapidfuzz ratio (0-100) over the free text of two sends of one tool to the
                                        # same place, at or above which the second rewords the first
+    max_sends_in_a_row: int = 3        # successful sends of one tool to the same place (the same arguments but
+                                       # the free text) with no other call between: the 3rd is a follow-up to a
+                                       # follow-up nobody answered (a chat reply in two parts is 2)
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
@@ -167,7 +175,8 @@ class LoopConfig:
     max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
-    max_hints: int = 2                 # distinct hints before any further trip stops
+    max_hints: int = 3                 # distinct hints in a run; a trip of yet another kind says nothing (only the
+                                       # same trip again, after its hint, stops)
     rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
     exempt_tools: frozenset[str] = frozenset()
     ignore_fields: frozenset[str] = frozenset({"request_id", "timestamp", "ts", "trace_id", "span_id", "nonce",
@@ -197,6 +206,7 @@ class LoopGuard(BaseGuard):
     scanned: int = 0                                             # trajectory events read for questions
     count: int = 0                                               # calls recorded
     hinted: list = field(default_factory=list)                   # trip keys already hinted
+    hinted_sigs: list = field(default_factory=list)              # the calls those hints were about
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
@@ -214,6 +224,7 @@ class LoopGuard(BaseGuard):
     refusals: list = field(default_factory=list)                 # signatures of calls a person refused
     reasked: int = 0                                             # questions asked again so far
     progressed: int = 0                                          # calls so far that made progress
+    heard: int = -1                                              # trajectory events read for user replies
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -221,6 +232,8 @@ class LoopGuard(BaseGuard):
         self._tripped: str | None = None    # the call id before_tool tripped on
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
+        self._sig = ""                      # the signature of the call being decided on
+        self._args: dict | None = None      # ... and its arguments
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -255,6 +268,7 @@ class LoopGuard(BaseGuard):
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
+        self._sig = sig
         rules = cfg.rules
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
@@ -289,11 +303,15 @@ class LoopGuard(BaseGuard):
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
+        self._sig = sig
+        self._args = call.arguments
         tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
         ok = result.ok
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
+        if not wait and not action and not reads and waits_in(call.arguments):
+            wait = True                     # a command that sleeps first: a wait, and what it runs a poll
         if not action and "method" in call.arguments:
             action = is_write_call(call.arguments)
         index = self.count
@@ -335,7 +353,9 @@ class LoopGuard(BaseGuard):
         else:
             kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
-        nothing = ok and is_empty_data(data)
+        nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
+                                                   and _no_items(data)))
+        past = False
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
         state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
@@ -348,6 +368,7 @@ class LoopGuard(BaseGuard):
         elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
             progress = False                # a page past the end of a listing
             listing[1] += 1
+            past = sig != skey
         elif nothing and state > 1:
             progress = False                # an empty page whose next cursor is the one sent: stuck
         elif rkey not in self.seen_results and not nothing:
@@ -393,7 +414,12 @@ class LoopGuard(BaseGuard):
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
-            self.sent[tool] = [parts, *split_free(parts)]
+            free, rest = split_free(parts)
+            prev = self.sent.get(tool)
+            # sends in a row to the same place (the same other arguments), nothing else between
+            run = prev[3] + 1 if (free and prev is not None and len(prev) > 4 and prev[4] == index - 1
+                                  and _only_body_differs(prev[0], parts) and not is_create_name(tool)) else 1
+            self.sent[tool] = [parts, free, rest, run, index]
             _bound(self.sent)
             if is_create_name(tool):
                 self._created(tool, parts)
@@ -453,6 +479,13 @@ class LoopGuard(BaseGuard):
             self.retries.pop(tool, None)
         if tripped:
             return None
+        if past and "past_end" in cfg.rules and len(self.calls) > 1 and self.calls[-2][_TOOL] == tool \
+                and self.calls[-2][_RESULT] == rkey:
+            # the second empty answer in a row from a listing that ended (one page past the end is forgiven)
+            # a page asked for after the listing ended brought nothing again: the end signal was not read
+            found = self._past_end(call, (sig, target, skey, parts))
+            if found is not None:
+                return self._ladder(*found)
         if not ok and "outage" in cfg.rules and result.executed:
             found = self._outage_seen(tool)
             if found is not None:
@@ -460,14 +493,50 @@ class LoopGuard(BaseGuard):
         if fresh is not None and "duplicate_action" in cfg.rules:
             return self._ladder(*self._fresh_id(call, sig))
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
-                (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
+                (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
+        if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
+            found = self._came_back(tool, sig, rkey, ok)
+            if found is not None:
+                return self._ladder(*found)
         if ok and kind == _NORMAL and not action and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer \
                 and "near_duplicate" in cfg.rules:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
         return None
+
+    def _came_back(self, tool: str, sig: str, rkey: str, ok: bool):
+        """A-B-A: this tool's answer is the one it gave two calls of it ago, and the call
+        between got another: a fix undone (an error that comes back after another one), a
+        toggle flipped back (the same call answering A, B, A). A new error each time is
+        progress; an error that returns is not."""
+        mine: list = []
+        calls = self.calls
+        for i in range(len(calls) - 2, max(-1, len(calls) - 2 - self.config.window), -1):
+            entry = calls[i]
+            if entry[_TOOL] == tool:
+                mine.append(entry)
+                if len(mine) == 2:
+                    break
+        if len(mine) < 2:
+            return None
+        between, before = mine
+        if before[_RESULT] != rkey or between[_RESULT] == rkey or between[_KIND] != _NORMAL \
+                or before[_KIND] != _NORMAL:
+            return None
+        if ok and not (between[_SIG] == sig == before[_SIG] and calls[-2] is between and calls[-3] is before):
+            return None                     # a success: only the very same call flipping back and forth, in a row
+                                            # (a status checked again after other work is a checkpoint)
+        if not ok and not between[_RESULT].startswith("!"):
+            return None                     # an error: it came back after another error, not after a success
+        what = "the same error as" if not ok else "the same answer as"
+        self._say("loop.cycle", period=2, tools=f"{tool} -> {tool}", rounds=2, limit=1)
+        return ("cycle", f"{between[_SIG]}|{sig}",
+                f"{tool} ({_short(self._args or {})}) got {what} two calls ago, with another one between: the "
+                "change made between was undone (A -> B -> A). Do not flip back and forth: look at both "
+                "answers together and make one change that satisfies both, or say what is in conflict.",
+                {"period": 2, "rounds": 2, "limit": 1, "tools": f"{tool} -> {tool}"})
 
     def _quiet_since(self, st: list, tool: str) -> bool:
         """No other tool made progress since the call of ``st`` last ran (a re-read
@@ -540,6 +609,9 @@ class LoopGuard(BaseGuard):
                 {"failed_tools": len(group), "limit": cfg.outage_hint_tools - 1, "error_type": kind})
 
     def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None:
+        events = ctx.trajectory.events
+        if len(events) > self.heard + 1:
+            self._heard(events)             # a reply from the user since the last decision is news
         decision = getattr(response, "decision", None) or _last_decision(ctx)
         if decision is None or decision.kind != DecisionKind.QUESTION or "question_repeat" not in self.config.rules:
             return None
@@ -567,14 +639,22 @@ class LoopGuard(BaseGuard):
         return self._ladder("question_repeat", "question", message, {"count": n, "limit": limit, "reason": why})
 
     # -- the ladder ----------------------------------------------------------------
-    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Intervention:
+    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Intervention | None:
         """The first trip of a kind gets ``first`` (a hint, or a block for a
         retry of a transiently failing call); the same trip again stops."""
         cfg = self.config
         self.trips += 1
         trip_key = f"{rule}:{key}"
-        if trip_key not in self.hinted and len(self.hinted) < cfg.max_hints:
+        if key[:1] == "~" and trip_key in self.hinted:
+            return None                     # a trip read from wording alone is said once and never stops
+        if trip_key not in self.hinted and self._sig not in self.hinted_sigs:
+            # a stop needs the model to have been told about this very loop (the same trip, or a trip on a
+            # call a hint was about) and to have gone on with it; anything else is a hint at most
+            if len(self.hinted) >= cfg.max_hints:
+                return None                 # the model had its hints; a new kind says nothing more
             self.hinted.append(trip_key)
+            self.hinted_sigs += [self._sig, *(k for k in key.split("|") if ":" in k)]
+            del self.hinted_sigs[:-16]
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Intervention(first, rule, (self._said or message) + extra, numbers)
@@ -629,9 +709,21 @@ class LoopGuard(BaseGuard):
         that differ only in a counter (``task_progress: "(2/1)"``) next to at least
         ``_MIN_CONTENT`` characters of identical content. A re-sent message or a
         rewrite of the same file is another side effect, not new work."""
-        prev_parts, prev_free, prev_rest = self.sent[call.name]
+        last = self.sent[call.name]
+        prev_parts, prev_free, prev_rest = last[:3]
         parts = described[3]
         free, rest = split_free(parts)
+        if len(last) > 4 and last[3] >= self.config.max_sends_in_a_row - 1 and last[4] == self.count - 1 \
+                and _only_body_differs(prev_parts, parts) and _similarity(free, prev_free) < _TEMPLATE_FILL:
+            # a message in other words; one template filled with other values (a notice per service) is a batch
+            n = last[3] + 1
+            self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=last[3])
+            return ("duplicate_action", f"~sends:{call.name}",
+                    f"{call.name} ({_short(call.arguments)}) would be the {_ordinal(n)} message in a row to the same "
+                    "place with nothing read or received between them; limit "
+                    f"{self.config.max_sends_in_a_row - 1}. Wait for a reply or go on with the task instead of "
+                    "sending more.",
+                    {"count": n, "limit": self.config.max_sends_in_a_row - 1, "tool": call.name})
         if rest == prev_rest:
             if min(len(free), len(prev_free)) < _MIN_CONTENT or free == prev_free \
                     or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
@@ -791,8 +883,10 @@ class LoopGuard(BaseGuard):
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
         if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff) \
-                or any(names_resource(k) or parts.get(k, "").isdigit() for k in diff):
-            return sig                      # an argument named for a resource (a line range, a page) never is
+                or any(names_resource(k) or parts.get(k, "").isdigit() or parts.get(k, "")[:1] in ("{", "[")
+                       for k in diff):
+            return sig                      # an argument named for a resource (a line range, a page) never is,
+                                            # nor an object (it may hold the page)
         known = self.irrelevant.setdefault(tool, [])
         known += [k for k in diff if k not in known]
         _bound(self.irrelevant)
@@ -946,6 +1040,17 @@ class LoopGuard(BaseGuard):
         self.thought_scanned = len(events)
         return self.thinking_s
 
+    def _heard(self, events: list) -> None:
+        """The user answered since the last call (not a refusal): a call made again after
+        it is not a repeat ("check again this afternoon", then the same lookup). Only the
+        last few events are read: a reply is news to the calls right after it."""
+        n = len(events)
+        for event in events[max(self.heard + 1, n - 8):]:
+            if type(event) is UserMessage and not Q.is_refusal(event.content):
+                self.progressed += 1
+                break
+        self.heard = n - 1
+
     def _read_questions(self, ctx: GuardContext) -> None:
         """Fold the questions to the user and their replies since the last look."""
         events = ctx.trajectory.events
@@ -968,14 +1073,14 @@ class LoopGuard(BaseGuard):
                 "tool_streak": dict(self.tool_streak), "same_result": list(self.same_result),
                 "failed": {k: list(v) for k, v in self.failed.items()},
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
-                "hinted": list(self.hinted), "trips": self.trips, "acted": dict(self.acted),
+                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted),
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
                 "thinking_s": self.thinking_s, "thought_scanned": self.thought_scanned,
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
-                "reasked": self.reasked, "sent": {k: [dict(v[0]), v[1], v[2]] for k, v in self.sent.items()},
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
+                "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
@@ -991,6 +1096,7 @@ class LoopGuard(BaseGuard):
         self.scanned = int(state.get("scanned", 0))
         self.count = int(state.get("count", 0))
         self.hinted = list(state.get("hinted", []))
+        self.hinted_sigs = list(state.get("hinted_sigs", []))
         self.trips = int(state.get("trips", 0))
         self.acted = dict(state.get("acted", {}))
         self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
@@ -1002,10 +1108,47 @@ class LoopGuard(BaseGuard):
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
         self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
+        self.heard = int(state.get("heard", -1))
         self.reasked = int(state.get("reasked", 0))
-        self.sent = {k: [dict(v[0]), v[1], v[2]] for k, v in state.get("sent", {}).items()}
+        self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
         self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
+
+
+# the body of a message: two sends that differ only here say the same kind of thing to the same place
+# (a title or subject that differs names another thing: six issues from a checklist)
+_BODY_KEYS = frozenset({"message", "text", "body", "content", "html", "markdown", "msg"})
+
+
+def _only_body_differs(before: dict, parts: dict) -> bool:
+    if before.keys() != parts.keys():
+        return False
+    differ = [k for k in parts if parts[k] != before[k]]
+    return all(k.casefold() in _BODY_KEYS for k in differ) and any(k.casefold() in _BODY_KEYS for k in parts)
+
+
+def _no_items(data: Any) -> bool:
+    """A page with no items: an answer whose lists (at the top, or one level down) are all
+    empty, next to counts and totals (``{"total": 287, "results": []}``)."""
+    if type(data) is not dict:
+        return False
+    lists = False
+    for value in data.values():
+        kind = type(value)
+        if kind is list:
+            if value:
+                return False
+            lists = True
+        elif kind is dict:
+            for inner in value.values():
+                if type(inner) is list:
+                    if inner:
+                        return False
+                    lists = True
+    return lists
+
+
+_TEMPLATE_FILL = 80.0   # rapidfuzz ratio at or above which two messages are one template with other values in it
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
