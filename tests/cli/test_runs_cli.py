@@ -130,7 +130,25 @@ def test_runs_list_shows_eval_trials_beside_runs(store_with_evals):
     out = invoke("runs", "list", "--store", db).output
     for column in ("run", "kind", "status", "eval", "case", "model", "guards", "updated"):
         assert column in out.splitlines()[0]
-    assert "5 run(s)" in out and "cli-1" in out and "e-stubborn #0" in out and "e-steady-C4-LD-01" in out
+    assert "5 run(s)" in out and "cli-1" in out and "e-stubborn\t0\t" in out and "e-steady-C4-LD-01" in out
+
+
+def test_runs_list_formats(store_with_evals):
+    """--format json: one document with every row under stable keys; plain: a header line,
+    one tab-separated row per run, ids whole at any width (CliRunner's stdout is no terminal)."""
+    import json
+
+    doc = json.loads(runner.invoke(app, ["runs", "list", "--store", store_with_evals, "--format", "json"],
+                                   catch_exceptions=False).stdout)
+    assert doc["kind"] == "runs" and doc["total"] == 5 and doc["next"] is None and len(doc["rows"]) == 5
+    row = next(r for r in doc["rows"] if r["run"] == "e-stubborn-C4-LD-01")
+    assert row["eval"] == "e-stubborn" and row["trial"] == 0 and row["case"] == "C4-LD-01"
+    assert row["model"] == "policy:stubborn" and row["status"] == "step_limit" and set(row) == set(doc["columns"])
+    plain = runner.invoke(app, ["runs", "list", "--store", store_with_evals], env={"COLUMNS": "40"},
+                          catch_exceptions=False).stdout.splitlines()
+    assert plain[0].split("\t")[:3] == ["run", "kind", "status"] and len(plain) == 6
+    assert {line.split("\t")[0] for line in plain[1:]} == {r["run"] for r in doc["rows"]}
+    assert all(len(line.split("\t")) == len(doc["columns"]) for line in plain)
 
 
 @pytest.mark.parametrize("args, expected", [

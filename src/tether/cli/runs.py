@@ -9,14 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 from rich import box
-from rich.cells import cell_len
 from rich.table import Table
-from rich.text import Text
 
 from ..errors import UsageError
 from ..store import open_store
 from ..store.export import export_run, import_run, load_run
 from ._common import console, err_console, user_errors
+from ._listing import Column, FormatOpt, Listing, emit
 from ._transcript import render_transcript
 
 app = typer.Typer(
@@ -29,12 +28,6 @@ app = typer.Typer(
 
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 _GLOB = "(a glob: * and ? match)"
-
-
-def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(cell_len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    return ["  ".join(cell + " " * (w - cell_len(cell)) for cell, w in zip(row, widths)).rstrip()
-            for row in (header, *rows)]
 
 
 def _model(run: dict) -> str:
@@ -64,6 +57,7 @@ def list_runs(
     kind: Annotated[Optional[str], typer.Option(help=f"run, eval, replay, cassette, import, mcp, plan {_GLOB}")] = None,
     before: Annotated[Optional[str], typer.Option(help="the next page: the runs older than this run (the last "
                                                        "line names it)", metavar="RUN")] = None,
+    fmt: FormatOpt = None,
 ) -> None:
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
@@ -80,25 +74,37 @@ def list_runs(
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
     for why in db.skipped:
         err_console.print(f"warning: store {db.path}: {why}", highlight=False, soft_wrap=True)
-    if not runs:
-        console.print(f"no runs in {db.path}" + (f" matching {said}" if said else ""), highlight=False)
-        return
     counts = db.run_counts([r["run_id"] for r in runs])
     rows = []
     for r in runs:
         ckpts, waiting = counts.get(r["run_id"], (0, 0))
-        rows.append((r["run_id"], r["kind"], r["status"] + (f" ({r['error_kind']})" if r.get("error_kind") else ""),
-                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", _model(r),
-                     r["guards"], _when(r["updated"])[5:16], str(ckpts),
-                     f"{waiting} approval(s)" if waiting else ""))
-    # one line per run, never folded (grep-able; a narrow terminal wraps the line, not the cells)
-    for line in _aligned(("run", "kind", "status", "eval", "case", "model", "guards", "updated", "ckpts", "waiting"),
-                         rows):
-        console.print(Text(line), highlight=False, soft_wrap=True)
+        rows.append({"run": r["run_id"], "kind": r["kind"], "status": r["status"], "error_kind": r.get("error_kind"),
+                     "eval": r["eval_id"], "trial": r["trial"] if r["eval_id"] else None, "case": r["case_id"],
+                     "model": _model(r), "guards": r["guards"], "updated": _iso(r["updated"]),
+                     "checkpoints": ckpts, "approvals_waiting": waiting})
     listed = len(runs) + len(db.skipped)
     shown = f"{len(runs)} of {total} run(s)" if total > listed or before else f"{len(runs)} run(s)"
-    console.print(f"{shown} in {db.where}" + (f" matching {said}" if said else "")
-                  + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""), highlight=False, soft_wrap=True)
+    note = (f"{shown} in {db.where}" + (f" matching {said}" if said else "")
+            + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""))
+    if not runs:
+        note = f"no runs in {db.where}" + (f" matching {said}" if said else "")
+    emit(Listing("runs", RUN_COLUMNS, rows, notes=[note],
+                 extra={"store": db.where, "total": total, "next": runs[-1]["run_id"] if more else None}), fmt)
+
+
+def _iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+RUN_COLUMNS = [
+    Column("run"), Column("kind"),
+    Column("status"), Column("error_kind", "error"),
+    Column("eval"), Column("trial", right=True),
+    Column("case"), Column("model"), Column("guards"),
+    Column("updated", show=lambda v: v[5:16]),
+    Column("checkpoints", "ckpts", right=True),
+    Column("approvals_waiting", "waiting", show=lambda n: f"{n} approval(s)" if n else "-"),
+]
 
 
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
