@@ -4,8 +4,8 @@
   at the terminal's width, never cut: an id is always whole.
 * ``plain``: the default when stdout is not a terminal (a pipe, a file, a CI log):
   a header line, then one row per line, cells separated by a tab, nothing cut or
-  folded at any width (``cut -f``, ``awk -F'\\t'``, ``grep``). A tab or newline
-  inside a cell becomes a space. Notes (totals, the next page) go to stderr.
+  folded at any width (``cut -f``, ``awk -F'\\t'``, ``grep``). A tab inside a cell
+  becomes a space, a line break `` | ``. Notes (totals, the next page) go to stderr.
 * ``json``: one JSON document (UTF-8, not ``\\u`` escaped), the same fields as the
   table under stable keys: ``{"kind": ..., "rows": [{column: value, ...}], ...}``;
   values keep their type (numbers, null), not their display text. A command
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Optional
@@ -80,7 +81,11 @@ def resolve(fmt: Format | None, console: Any = None) -> Format:
 
 
 def plain_cell(text: str) -> str:
-    return clean_text(text).replace("\t", " ").replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    """A cell on one line: line breaks become `` | ``, a tab a space."""
+    return _BREAKS.sub(" | ", clean_text(text).strip()).replace("\t", " ")
+
+
+_BREAKS = re.compile(r"[ \t]*(?:\r\n|\r|\n)+[ \t]*")
 
 
 def json_document(listing: Listing) -> dict[str, Any]:

@@ -107,6 +107,38 @@ RUN_COLUMNS = [
 ]
 
 
+@app.command("evals", help="List the evals in the store, newest first: their models, guard settings, rate per "
+                           "dimension of each subject (model x guards; `auto` over automatic criteria only, "
+                           "`unjudged` when only a judge decides), runs and errors.\n\n"
+                           "Examples:\n\n  tether runs evals\n\n  tether runs evals --format json\n\n"
+                           "  tether runs evals --limit 20 --before ev-20260101-1a2b3c")
+def list_evals(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="show at most this many")] = 20,
+    before: Annotated[Optional[str], typer.Option(help="the next page: the evals older than this eval (the last "
+                                                       "line names it)", metavar="EVAL")] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    from ..report.overview import eval_rows, subject_line
+
+    with user_errors():
+        db = open_store(store, read_only=True)
+        if before is not None and db.get_eval(before) is None:
+            raise UsageError(f"--before {before!r}: no such eval in {db.where} (tether runs evals)")
+        found = db.list_evals(limit + 1, before=before)
+        more = len(found) > limit
+        found = found[:limit]
+        rows = eval_rows(found, db.eval_overview([e["eval_id"] for e in found]))
+    note = (f"{len(rows)} eval(s) in {db.where}" + (f"; older ones: --before {rows[-1]['eval']}" if more else "")
+            if rows else f"no evals in {db.where}")
+    emit(Listing("evals", [Column("eval"), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
+                           Column("models", show=", ".join), Column("guards", show=", ".join),
+                           Column("runs", right=True), Column("errors", right=True),
+                           Column("subjects", "rate per dimension",
+                                  show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
+                 rows, notes=[note], extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
+
+
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
                           "each model request with the full message list it sent (judge, simulated-user and "
                           "drift-check requests marked), decisions, tool calls and results, guard trips, "

@@ -48,7 +48,7 @@ def _rate_cell(m: DimensionMetrics | None) -> Text:
     elif m.auto_rate is not None:
         text = Text(f"auto {_pct(m.auto_rate)}", style=style)
     else:
-        text = Text("unjudged" if m.unjudged else "n/a", style="dim")
+        text = Text("unjudged" if m.unjudged else "unclear" if m.unclear else "-", style="dim")
     counts = f"{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J" + (f" {m.errors}E" if m.errors else "")
     text.append(f"\n{counts}", style="dim")
     return text

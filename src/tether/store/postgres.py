@@ -299,10 +299,16 @@ class PostgresStore:
         d["results"] = json.loads(d["results"]) if d["results"] else None
         return d
 
-    def list_evals(self, limit: int = 50) -> list[dict]:
+    def list_evals(self, limit: int = 50, before: str | None = None) -> list[dict]:
+        from .queries import evals_page_sql
+
         return [r | {"config": json.loads(r["config"])}
-                for r in self._d("SELECT eval_id, created, updated, suite, status, config FROM evals "
-                                 "ORDER BY created DESC, eval_id DESC LIMIT ?", (limit,))]
+                for r in self._d(evals_page_sql(before), (*([before] if before is not None else []), limit))]
+
+    def eval_overview(self, eval_ids: list[str]) -> dict[str, dict]:
+        from .queries import eval_overview
+
+        return eval_overview(self._q, eval_ids)
 
     # -- events --------------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:

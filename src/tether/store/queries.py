@@ -155,3 +155,42 @@ def keep_clause(dialect: str, keep_evals: Iterable[str]) -> tuple[str, list[Any]
 
 def placeholders(values: Iterable[Any]) -> str:
     return ",".join("?" for _ in values)
+
+
+# -- the evals list: a keyset page, then what each eval of the page holds (two queries a page)
+def evals_page_sql(before: str | None) -> str:
+    """The newest evals (``?`` the limit), or those older than eval ``before`` (``?`` its
+    id first): the order of the ``evals_by_created`` index, the id breaking ties."""
+    older = (" WHERE (created, eval_id) < (SELECT created, eval_id FROM evals WHERE eval_id = ?)"
+             if before is not None else "")
+    return ("SELECT eval_id, created, updated, suite, status, config FROM evals" + older
+            + " ORDER BY created DESC, eval_id DESC LIMIT ?")
+
+
+def eval_overview_sql(count: int) -> tuple[str, str]:
+    """(runs of each eval by status, the results documents) for ``count`` eval ids."""
+    marks = ",".join("?" * count)
+    return (f"SELECT eval_id, COUNT(*), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
+            f"SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END) FROM runs WHERE eval_id IN ({marks}) "
+            "GROUP BY eval_id",
+            f"SELECT eval_id, results FROM evals WHERE eval_id IN ({marks}) AND results IS NOT NULL")
+
+
+def eval_overview(rows: Callable[[str, tuple], Iterable[tuple]], eval_ids: list[str]) -> dict[str, dict]:
+    """{eval id: {"runs", "errors", "running", "results"}} through a backend's ``rows``
+    (sql, params) -> tuples; a results document that does not read is None."""
+    import orjson
+
+    out: dict[str, dict] = {e: {"runs": 0, "errors": 0, "running": 0, "results": None} for e in eval_ids}
+    if not eval_ids:
+        return out
+    counts_sql, results_sql = eval_overview_sql(len(eval_ids))
+    for eval_id, runs, errors, running in rows(counts_sql, tuple(eval_ids)):
+        out[eval_id].update(runs=int(runs), errors=int(errors or 0), running=int(running or 0))
+    for eval_id, text in rows(results_sql, tuple(eval_ids)):
+        try:
+            doc = orjson.loads(text)
+        except (orjson.JSONDecodeError, TypeError):
+            continue
+        out[eval_id]["results"] = doc if isinstance(doc, dict) else None
+    return out

@@ -353,10 +353,17 @@ class SQLiteStore:
         d["results"] = json.loads(d["results"]) if d["results"] else None
         return d
 
-    def list_evals(self, limit: int = 50) -> list[dict]:
+    def list_evals(self, limit: int = 50, before: str | None = None) -> list[dict]:
+        """The newest evals, or the ones older than eval ``before`` (a keyset page)."""
+        from .queries import evals_page_sql
+
         return [dict(r) | {"config": json.loads(r["config"])}
-                for r in self._rows("SELECT eval_id, created, updated, suite, status, config FROM evals "
-                                    "ORDER BY created DESC LIMIT ?", (limit,))]
+                for r in self._rows(evals_page_sql(before), (*([before] if before is not None else []), limit))]
+
+    def eval_overview(self, eval_ids: list[str]) -> dict[str, dict]:
+        from .queries import eval_overview
+
+        return eval_overview(self._rows, eval_ids)
 
     # -- events ------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:

@@ -47,15 +47,31 @@ class Viewer:
         older = runs[self.PAGE - 1]["run_id"] if len(runs) > self.PAGE else None
         runs = runs[:self.PAGE]
         stats = metrics.compute(self.store, **filters)
-        evals = [e | {"when": _when(e["created"]), "has_results": e["status"] == "finished"}
-                 for e in self.store.list_evals(200)]
+        evals, evals_page = self._evals(query)
         shown = [r | {"when": _when(r["updated"])} for r in runs]
-        kept = {k: v for k, v in query.items() if v and k != "before"}
+        kept = {k: v for k, v in query.items() if v and k not in ("before", "evals_before")}
         page = {"total": stats["runs"] + stats["errors"] + stats["running"],
                 "older": "/?" + urlencode({**kept, "before": older}) if older else None,
                 "newer": "/?" + urlencode(kept) if before else None}
         return render_index(evals=evals, runs=shown, stats=stats, store=self.store.where, nav=NAV,
-                            query=kept, page=page)
+                            query=kept, page=page, evals_page=evals_page)
+
+    EVALS_PAGE = 20
+
+    def _evals(self, query: dict[str, str]) -> tuple[list[dict], dict]:
+        """One page of evals (keyset: ``evals_before=EVAL`` shows the older ones), each with
+        its subjects, guard settings, rates per dimension and errors: two queries a page."""
+        from ..overview import eval_rows
+
+        before = query.get("evals_before") or None
+        found = self.store.list_evals(self.EVALS_PAGE + 1, before=before)
+        older = found[self.EVALS_PAGE - 1]["eval_id"] if len(found) > self.EVALS_PAGE else None
+        found = found[:self.EVALS_PAGE]
+        rows = eval_rows(found, self.store.eval_overview([e["eval_id"] for e in found]))
+        evals = [r | {"eval_id": r["eval"], "has_results": r["status"] == "finished"} for r in rows]
+        kept = {k: v for k, v in query.items() if v and k != "evals_before"}
+        return evals, {"older": "/?" + urlencode({**kept, "evals_before": older}) + "#evals" if older else None,
+                       "newer": "/?" + urlencode(kept) + "#evals" if before else None}
 
     def eval_report(self, eval_id: str) -> str:
         from ...evals.results import Results
