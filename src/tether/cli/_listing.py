@@ -43,12 +43,14 @@ FormatOpt = Annotated[Optional[Format], typer.Option(
 @dataclass(frozen=True)
 class Column:
     """One column: ``key`` names it in JSON, ``header`` in a table and in plain text;
-    ``show`` turns a value into its text (default: str, None as ``-``)."""
+    ``show`` turns a value into its text (default: str, None as ``-``); ``whole``: an id,
+    never folded in a table either (the other columns give way)."""
 
     key: str
     header: str | None = None
     show: Callable[[Any], str] | None = None
     right: bool = False
+    whole: bool = False
 
     def text(self, value: Any) -> str:
         if self.show is not None:
@@ -115,11 +117,28 @@ def emit(listing: Listing, fmt: Format | None) -> None:
     from rich.table import Table
 
     table = Table(title=listing.title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
-    for c in listing.columns:
-        table.add_column(c.header or c.key, overflow="fold", justify="right" if c.right else "left")
-    for row in listing.rows:
-        table.add_row(*(c.text(row.get(c.key)) for c in listing.columns))
-    console.print(table)
+    from rich.cells import cell_len
+
+    cells = [[c.text(row.get(c.key)) for c in listing.columns] for row in listing.rows]
+    needed = 0
+    for i, c in enumerate(listing.columns):
+        header = c.header or c.key
+        widest = max((cell_len(line) for row in cells for line in row[i].splitlines()), default=0)
+        # an id keeps its whole width; another column folds, down to its header's longest word
+        least = widest if c.whole else min(max(widest, *(cell_len(w) for w in header.split())), 12)
+        needed += max(least, 1) + 3
+        table.add_column(header, overflow="fold", justify="right" if c.right else "left",
+                         no_wrap=c.whole, min_width=least)
+    for row_cells in cells:
+        table.add_row(*row_cells)
+    # never narrower than the ids need: past the terminal's width the terminal wraps the line
+    if needed > console.width:
+        from .._terminal import clean_console
+
+        clean_console(file=console.file, width=needed, force_terminal=console.is_terminal,
+                      color_system=console.color_system).print(table)
+    else:
+        console.print(table)
     for note in listing.notes:
         console.print(note, highlight=False, soft_wrap=True)
 

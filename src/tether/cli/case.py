@@ -65,7 +65,7 @@ def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or
         cases = summaries(suite)
     rows = [{"id": c.id, "dimension": c.dimension, "difficulty": c.difficulty, "title": c.title,
              "tools": list(c.tools), "criteria": c.criteria} for c in cases]
-    emit(Listing("cases", [Column("id"), Column("dimension", "dim"), Column("difficulty"), Column("title"),
+    emit(Listing("cases", [Column("id", whole=True), Column("dimension", "dim"), Column("difficulty"), Column("title"),
                            Column("tools", show=", ".join), Column("criteria")], rows,
                  title=f"{suite}: {len(cases)} cases", extra={"suite": suite}), fmt)
 

@@ -190,7 +190,7 @@ def list_command(
         entries = list_baselines(directory)
     rows = [{"name": e.name, "accepted": e.accepted_at.replace("+00:00", "Z"), "suite": e.suite, "models": list(e.models),
              "commit": e.git_commit, "dirty": e.git_dirty, "runs": e.runs, "reason": e.reason} for e in entries]
-    emit(Listing("baselines", [Column("name"), Column("accepted"), Column("suite"), Column("models", show=", ".join),
+    emit(Listing("baselines", [Column("name", whole=True), Column("accepted"), Column("suite"), Column("models", show=", ".join),
                                Column("commit", show=lambda c: (c or "-")[:8]),
                                Column("dirty", show=lambda d: "dirty" if d else "-"),
                                Column("runs", right=True), Column("reason")], rows,

@@ -97,10 +97,10 @@ def _iso(ts: float) -> str:
 
 
 RUN_COLUMNS = [
-    Column("run"), Column("kind"),
+    Column("run", whole=True), Column("kind"),
     Column("status"), Column("error_kind", "error"),
-    Column("eval"), Column("trial", right=True),
-    Column("case"), Column("model"), Column("guards"),
+    Column("eval", whole=True), Column("trial", right=True),
+    Column("case", whole=True), Column("model", whole=True), Column("guards"),
     Column("updated", show=lambda v: v[5:16]),
     Column("checkpoints", "ckpts", right=True),
     Column("approvals_waiting", "waiting", show=lambda n: f"{n} approval(s)" if n else "-"),
@@ -131,8 +131,8 @@ def list_evals(
         rows = eval_rows(found, db.eval_overview([e["eval_id"] for e in found]))
     note = (f"{len(rows)} eval(s) in {db.where}" + (f"; older ones: --before {rows[-1]['eval']}" if more else "")
             if rows else f"no evals in {db.where}")
-    emit(Listing("evals", [Column("eval"), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
-                           Column("models", show=", ".join), Column("guards", show=", ".join),
+    emit(Listing("evals", [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
+                           Column("models", show="\n".join, whole=True), Column("guards", show=", ".join),
                            Column("runs", right=True), Column("errors", right=True),
                            Column("subjects", "rate per dimension",
                                   show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
