@@ -40,7 +40,8 @@ def test_reject_and_edit(tmp_path):
     assert any(e["type"] == "tool_result" and e.get("error_type") == "rejected" for e in results)
     invoke("run", "C4-PA-01", "--approve", "taobao_*", "--run-id", "p3", "--store", db)
     edited = invoke("approve", "p3", "--edit", '{"keyword": "李宁羽毛球鞋"}', "--approver", "allow", "--store", db)
-    assert "-> {'keyword': '李宁羽毛球鞋'}" in edited.output and "status completed" in edited.output
+    assert '-> {"keyword": "李宁羽毛球鞋"}' in edited.output and "status completed" in edited.output
+    assert "{'" not in edited.output                         # data prints as JSON, never as a Python repr
 
 
 def test_approval_decisions_are_validated(tmp_path):

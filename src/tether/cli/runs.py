@@ -14,7 +14,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..store import open_store
 from ..store.export import export_run, import_run, load_run
-from ._common import console, err_console, user_errors
+from ._common import console, data_json, err_console, user_errors
 from ._listing import Column, FormatOpt, Listing, emit
 from ._transcript import render_transcript
 
@@ -181,7 +181,7 @@ def show_run(
             table.add_column(col, overflow="fold")
         for e in effects:
             how = ", ".join(f"{label} {n}" for label, n in calls.get(e["key"], {}).items()) or "-"
-            table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], str(e["arguments"]))
+            table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], data_json(e["arguments"]))
         console.print(table)
     approvals = db.approvals(run_id)
     if approvals:
@@ -189,7 +189,7 @@ def show_run(
         for col in ("id", "tool", "status", "by", "arguments", "reason"):
             table.add_column(col, overflow="fold")
         for a in approvals:
-            table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", str(a["arguments"]), a["reason"])
+            table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", data_json(a["arguments"]), a["reason"])
         console.print(table)
     render_transcript(trajectory, console, messages=messages)  # type: ignore[arg-type]
 

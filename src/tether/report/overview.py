@@ -27,7 +27,7 @@ def rate_text(m: dict | None) -> str:
 
 
 def _subjects(results: dict) -> list[dict]:
-    from ..evals.metrics import dimension_order
+    from ..evals.metrics import in_suite_order
 
     suite = str(results.get("suite") or "")
     out = []
@@ -35,7 +35,7 @@ def _subjects(results: dict) -> list[dict]:
         if not isinstance(run, dict):
             continue
         dims = run.get("dimensions") if isinstance(run.get("dimensions"), dict) else {}
-        ordered = sorted(dims, key=lambda d: dimension_order(suite, d))
+        ordered = in_suite_order(suite, dims)
         out.append({"model": str(run.get("model", "")), "guards": str(run.get("guards", "")),
                     "trials": run.get("trials"), "errors": run.get("errors", 0),
                     "rates": {d: {"rate": dims[d].get("rate"), "auto_rate": dims[d].get("auto_rate"),

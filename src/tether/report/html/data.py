@@ -117,15 +117,11 @@ class Report:
 
     @property
     def dimensions(self) -> list[tuple[str, Any]]:
-        """Every dimension in its suite's order (a results document read back from the
-        store has its keys sorted: AR, DR, LD, PA; the report says LD, DR, PA, AR everywhere)."""
-        from ...evals.metrics import dimension_order
-
         out: dict[str, Any] = {}
         for r in self.results.runs:
             for d, m in r.dimensions.items():
                 out.setdefault(d, m)
-        return sorted(out.items(), key=lambda item: dimension_order(self.results.suite, item[0]))
+        return list(out.items())
 
     @property
     def lang(self) -> str:
