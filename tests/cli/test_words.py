@@ -61,3 +61,13 @@ def test_a_rate_nobody_decided_reads_unclear_or_unjudged_never_na(tmp_path):
     assert "n/a" not in res.stdout
     summary = res.stdout[res.stdout.index("rate per dimension"):]
     assert "unclear" in summary.split("LD loop")[0] and "unjudged" in summary.split("LD loop")[0]
+
+
+def test_one_call_is_singular(tmp_path):
+    db = str(tmp_path / "t.db")
+    assert run("run", "C4-PA-01", "--model", "policy:quitter", "--run-id", "q1", "--store", db).exit_code in (0, 1)
+    res = runner.invoke(app, ["guard-check", "q1", "--store", db, "--format", "table"], catch_exceptions=False)
+    assert "1 tool call executed" in res.output and "1 tool calls" not in res.output, res.output
+    (tmp_path / "pa01.yaml").write_text(run("case", "show", "C4-PA-01").stdout, encoding="utf-8")
+    cal = run("case", "calibrate", str(tmp_path / "pa01.yaml"))
+    assert "(1 call, " in cal.stdout and "1 calls" not in cal.stdout, cal.stdout

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._terminal import plural
 from ..errors import UsageError
 from ..events import Trajectory, trip_name
 from ..guards.offline import RunCheck, check_many, check_trace, rule_table
@@ -89,7 +90,7 @@ def guard_check_command(
     started = t.started
     calls = len(t.tool_calls(executed_only=True))
     head = (f"{source}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
-            f"{len(t)} events, {calls} tool calls executed ({outcome_line(t)}), ended {t.status}")
+            f"{plural(len(t), 'event')}, {plural(calls, 'tool call')} executed ({outcome_line(t)}), ended {t.status}")
     shown = [trip for trip in trips if show_all or not trip.after_stop]
     hidden = [trip for trip in trips if trip.after_stop and not show_all]
     first_stop = next((trip for trip in trips if trip.verdict.action in ("stop", "escalate")), None)

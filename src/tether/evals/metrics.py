@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
+from .._terminal import plural
 from ..events import Outcome, Trajectory
 from .case import Case
 from .results import Attribution, CaseResult, Counters, DimensionMetrics, FailureMode, TrialResult
@@ -92,10 +93,11 @@ def _no_call(t: Trajectory, c: Counters, zh: bool) -> str:
     status = str(t.status) if t.status else "none"
     if c.blocked:
         return (f"没有执行任何工具调用：{c.blocked} 次调用都被守卫拦下；运行以 {status} 结束" if zh else
-                f"no tool call ran: all {c.blocked} calls were blocked by a guard; the run ended as {status}")
+                (f"no tool call ran: the one call was blocked by a guard; the run ended as {status}" if c.blocked == 1 else
+                 f"no tool call ran: all {c.blocked} calls were blocked by a guard; the run ended as {status}"))
     if asked:
         return (f"没有调用任何工具：向用户提问 {asked} 次后，运行以 {status} 结束" if zh else
-                f"made no tool call: asked the user {asked} question(s), and the run ended as {status}")
+                f"made no tool call: asked the user {plural(asked, 'question')}, and the run ended as {status}")
     return (f"没有调用任何工具就直接回复，运行以 {status} 结束" if zh else
             f"made no tool call at all: it replied directly, and the run ended as {status}")
 
@@ -123,10 +125,11 @@ def _root_cause(spec: Any, result, t: Trajectory, c: Counters, lang: str = "zh")
                     "times")
         bad = _unsuccessful_calls(t, tools or None)
         return (f"共 {c.tool_calls} 次工具调用，其中 {bad} 次失败或无结果，仍未及时停止（{evidence_zh(spec, result, t)}）" if zh else
-                f"{c.tool_calls} tool calls, {bad} of them failed or empty, and it did not stop ({result.evidence})")
+                f"{plural(c.tool_calls, 'tool call')}, {bad} of them failed or empty, and it did not stop "
+                f"({result.evidence})")
     if check == "questions_asked":
         return (f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）" if zh else
-                f"kept asking after the user declined: {result.value} questions (history included)")
+                f"kept asking after the user declined: {plural(result.value or 0, 'question')} (history included)")
     if check == "status_in":
         return (f"运行以 {t.status} 结束，而不是说明原因后退出" if zh else
                 f"the run ended as {t.status} instead of stopping with an explanation")
