@@ -93,3 +93,28 @@ def test_runs_evals_lists_the_same_in_every_format(evaluated):
     assert {line.split("\t")[0] for line in plain[1:]} == {r["eval"] for r in doc["rows"]}
     line = next(x for x in plain if x.startswith(results["eval_id"] + "\t"))
     assert "policy:steady · guards on: LD" in line
+
+
+def test_a_viewer_reads_a_finished_evals_results_once(evaluated):
+    db, results = evaluated
+    store = SQLiteStore(db, read_only=True)
+    asked: list = []
+    overview = store.eval_overview
+    store.eval_overview = lambda ids, results=None: asked.append(results) or overview(ids, results)
+    viewer = Viewer(store)
+    page = {"evals_before": "ev-later-01"}
+    first, second = viewer.index(page), viewer.index(page)
+    assert asked[0] == ["ev-later-00", results["eval_id"]] and asked[1] == ["ev-later-00"]   # not finished: asked
+    assert _evals_table(first) == _evals_table(second)
+
+
+def test_a_results_document_from_elsewhere_is_data(evaluated, tmp_path):
+    """Rates that are not numbers, dimensions that are not objects: the list shows what it can."""
+    from tether.report.overview import eval_rows
+
+    bad = {"suite": "c4", "runs": [{"model": "<b>m</b>", "guards": "off",
+                                     "dimensions": {"LD": {"rate": "1e9"}, "DR": [1], "PA": {"rate": True}}}, 7]}
+    (row,) = eval_rows([{"eval_id": "x", "suite": "c4", "status": "finished", "created": 0.0, "config": {}}],
+                       {"x": {"runs": 0, "errors": 0, "running": 0, "results": bad}})
+    (subject,) = row["subjects"]
+    assert [(d, m["text"]) for d, m in subject["rates"].items()] == [("LD", "-"), ("PA", "-")]

@@ -19,11 +19,15 @@ def rate_text(m: dict | None) -> str:
     ``-`` when no case of that dimension ran."""
     if not m:
         return "-"
-    if m.get("rate") is not None:
+    if _number(m.get("rate")):
         return f"{m['rate']:.0%}"
-    if m.get("auto_rate") is not None:
+    if _number(m.get("auto_rate")):
         return f"auto {m['auto_rate']:.0%}"
     return "unjudged" if m.get("unjudged") else "unclear" if m.get("unclear") else "-"
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
 
 
 def _subjects(results: dict) -> list[dict]:

@@ -305,10 +305,10 @@ class PostgresStore:
         return [r | {"config": json.loads(r["config"])}
                 for r in self._d(evals_page_sql(before), (*([before] if before is not None else []), limit))]
 
-    def eval_overview(self, eval_ids: list[str]) -> dict[str, dict]:
+    def eval_overview(self, eval_ids: list[str], results: list[str] | None = None) -> dict[str, dict]:
         from .queries import eval_overview
 
-        return eval_overview(self._q, eval_ids)
+        return eval_overview(self._q, eval_ids, results)
 
     # -- events --------------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:

@@ -176,18 +176,24 @@ def eval_overview_sql(count: int) -> tuple[str, str]:
             f"SELECT eval_id, results FROM evals WHERE eval_id IN ({marks}) AND results IS NOT NULL")
 
 
-def eval_overview(rows: Callable[[str, tuple], Iterable[tuple]], eval_ids: list[str]) -> dict[str, dict]:
+def eval_overview(rows: Callable[[str, tuple], Iterable[tuple]], eval_ids: list[str],
+                  results: list[str] | None = None) -> dict[str, dict]:
     """{eval id: {"runs", "errors", "running", "results"}} through a backend's ``rows``
-    (sql, params) -> tuples; a results document that does not read is None."""
+    (sql, params) -> tuples; the results documents of ``results`` (default: every
+    eval; a caller that keeps them gives fewer); one that does not read is None."""
     import orjson
 
     out: dict[str, dict] = {e: {"runs": 0, "errors": 0, "running": 0, "results": None} for e in eval_ids}
     if not eval_ids:
         return out
-    counts_sql, results_sql = eval_overview_sql(len(eval_ids))
+    counts_sql, _ = eval_overview_sql(len(eval_ids))
     for eval_id, runs, errors, running in rows(counts_sql, tuple(eval_ids)):
         out[eval_id].update(runs=int(runs), errors=int(errors or 0), running=int(running or 0))
-    for eval_id, text in rows(results_sql, tuple(eval_ids)):
+    wanted = [e for e in (eval_ids if results is None else results) if e in out]
+    if not wanted:
+        return out
+    _, results_sql = eval_overview_sql(len(wanted))
+    for eval_id, text in rows(results_sql, tuple(wanted)):
         try:
             doc = orjson.loads(text)
         except (orjson.JSONDecodeError, TypeError):

@@ -360,10 +360,10 @@ class SQLiteStore:
         return [dict(r) | {"config": json.loads(r["config"])}
                 for r in self._rows(evals_page_sql(before), (*([before] if before is not None else []), limit))]
 
-    def eval_overview(self, eval_ids: list[str]) -> dict[str, dict]:
+    def eval_overview(self, eval_ids: list[str], results: list[str] | None = None) -> dict[str, dict]:
         from .queries import eval_overview
 
-        return eval_overview(self._rows, eval_ids)
+        return eval_overview(self._rows, eval_ids, results)
 
     # -- events ------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: dict) -> None:
