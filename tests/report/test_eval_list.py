@@ -76,6 +76,8 @@ def test_an_eval_report_from_the_store_keeps_the_suite_order(evaluated):
     matrix = html[html.index('<table id="matrix">'):]
     heads = re.findall(r'<th title="[^"]*">(\w\w) ', matrix[:matrix.index("</tr>")])
     assert heads == ORDER
+    table = matrix[:matrix.index("</table>")]
+    assert "n/a" not in table and '">unclear</span>' in table       # policy:stubborn, guards on: DR all unclear
 
 
 def test_runs_evals_lists_the_same_in_every_format(evaluated):
