@@ -283,3 +283,26 @@ def test_the_commands_in_docs_durable_run_as_written(tmp_path, monkeypatch):
                 Path(target.strip()).write_text(res.stdout, encoding="utf-8")
         assert res.exit_code == expected, f"{line}\n{res.output}"
     assert {r["run_id"] for r in SQLiteStore("other.db").list_runs()} == {"loop-1", "pa-1"}
+
+
+def test_runs_approvals_lists_what_waits_for_a_person(tmp_path):
+    import json
+
+    db = str(tmp_path / "t.db")
+    invoke("run", "C4-PA-02", "--approve", "zhihu_*", "--run-id", "wait-1", "--store", db)
+    invoke("run", "C4-PA-01", "--approve", "taobao_*", "--run-id", "wait-2", "--store", db)
+    invoke("approve", "wait-2", "--reject", "--approver", "deny", "--store", db)
+    doc = json.loads(runner.invoke(app, ["runs", "approvals", "--store", db, "--format", "json"],
+                                   catch_exceptions=False).stdout)
+    (row,) = doc["rows"]
+    assert row["run"] == "wait-1" and row["status"] == "pending" and row["tool"].startswith("zhihu_")
+    assert isinstance(row["arguments"], dict)
+    every = json.loads(runner.invoke(app, ["runs", "approvals", "--store", db, "--status", "all", "--format", "json"],
+                                     catch_exceptions=False).stdout)
+    assert {r["run"] for r in every["rows"]} == {"wait-1", "wait-2"}
+    plain = runner.invoke(app, ["runs", "approvals", "--store", db, "--status", "all"], env={"COLUMNS": "40"},
+                          catch_exceptions=False).stdout.splitlines()
+    assert plain[0].startswith("approval\trun\ttool") and len(plain) == 1 + len(every["rows"])
+    assert {line.split("\t")[1] for line in plain[1:]} == {"wait-1", "wait-2"}
+    assert '{"' in plain[1] and "{'" not in plain[1]                    # arguments as JSON
+    assert invoke("runs", "approvals", "--store", db, "--status", "nope").exit_code == 2

@@ -139,6 +139,39 @@ def list_evals(
                  rows, notes=[note], extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
 
 
+@app.command("approvals", help="List approvals, newest first: the calls waiting for a person (`--status pending`, "
+                               "the default) or every decision (`--status all`), with the run, tool and arguments "
+                               "each decision is bound to. `tether approve RUN` decides one.\n\n"
+                               "Examples:\n\n  tether runs approvals\n\n  tether runs approvals --status all "
+                               "--format json\n\n  tether runs approvals --run shoes")
+def list_approvals(
+    store: StoreOpt = None,
+    status: Annotated[str, typer.Option(help="pending, approved, rejected, modified, escalated, terminated, "
+                                             "expired, consumed, or all")] = "pending",
+    run: Annotated[Optional[str], typer.Option("--run", help="only this run's approvals", metavar="RUN")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="show at most this many")] = 200,
+    fmt: FormatOpt = None,
+) -> None:
+    statuses = ("pending", "approved", "rejected", "modified", "escalated", "terminated", "expired", "consumed")
+    with user_errors():
+        if status != "all" and status not in statuses:
+            raise UsageError(f"--status {status!r}: use one of {', '.join(statuses)} or all")
+        db = open_store(store, read_only=True)
+        found = db.approvals(run, None if status == "all" else status, limit=limit)
+    rows = [{"approval": a["id"], "run": a["run_id"], "tool": a["tool"], "arguments": a["arguments"],
+             "status": a["status"], "reason": a["reason"], "asked": _iso(a["created"]),
+             "decided_by": a["decided_by"], "expires": _iso(a["expires"]) if a.get("expires") else None}
+            for a in found]
+    said = f"{status} " if status != "all" else ""
+    note = (f"{len(rows)} {said}approval(s) in {db.where}" + (f" for run {run}" if run else "")
+            + ("; decide with: tether approve RUN" if status == "pending" and rows else ""))
+    emit(Listing("approvals", [Column("approval", whole=True), Column("run", whole=True), Column("tool"),
+                               Column("arguments", show=data_json), Column("status"), Column("reason"),
+                               Column("asked", show=lambda v: v[5:16]), Column("decided_by", "by"),
+                               Column("expires", show=lambda v: v[5:16] if v else "-")],
+                 rows, notes=[note], extra={"store": db.where}), fmt)
+
+
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
                           "each model request with the full message list it sent (judge, simulated-user and "
                           "drift-check requests marked), decisions, tool calls and results, guard trips, "

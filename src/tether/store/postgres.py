@@ -457,11 +457,13 @@ class PostgresStore:
                             "THEN 'consumed' ELSE status END WHERE id=? AND used=0 AND status!='pending'",
                             (approval_id,)) == 1
 
-    def approvals(self, run_id: str, status: str | None = None) -> list[dict]:
+    def approvals(self, run_id: str | None, status: str | None = None, limit: int | None = None) -> list[dict]:
+        """A run's approvals (``run_id`` None: every run's, newest first), optionally of one status."""
+        from .queries import approvals_sql
         from .sqlite import _approval
 
-        sql = "SELECT * FROM approvals WHERE run_id=?" + (" AND status=?" if status else "") + " ORDER BY created"
-        return [_approval(r) for r in self._d(sql, (run_id, status) if status else (run_id,))]
+        sql, params = approvals_sql(run_id, status, limit)
+        return [_approval(r) for r in self._d(sql, params)]
 
     def get_approval(self, approval_id: str) -> dict | None:
         from .sqlite import _approval

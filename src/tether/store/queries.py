@@ -200,3 +200,15 @@ def eval_overview(rows: Callable[[str, tuple], Iterable[tuple]], eval_ids: list[
             continue
         out[eval_id]["results"] = doc if isinstance(doc, dict) else None
     return out
+
+
+def approvals_sql(run_id: str | None, status: str | None, limit: int | None) -> tuple[str, tuple]:
+    """A run's approvals in the order they were asked; every run's (``run_id`` None), newest first."""
+    where = [w for w, v in (("run_id = ?", run_id), ("status = ?", status)) if v is not None]
+    params = tuple(v for v in (run_id, status) if v is not None)
+    sql = ("SELECT * FROM approvals" + (" WHERE " + " AND ".join(where) if where else "")
+           + (" ORDER BY created" if run_id is not None else " ORDER BY created DESC, id DESC"))
+    if limit is not None:
+        sql += " LIMIT ?"
+        params += (limit,)
+    return sql, params

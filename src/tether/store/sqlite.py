@@ -592,9 +592,12 @@ class SQLiteStore:
         rows = self._rows("SELECT * FROM leases WHERE run_id=?", (run_id,))
         return dict(rows[0]) if rows else None
 
-    def approvals(self, run_id: str, status: str | None = None) -> list[dict]:
-        sql = "SELECT * FROM approvals WHERE run_id=?" + (" AND status=?" if status else "") + " ORDER BY created"
-        return [_approval(r) for r in self._rows(sql, (run_id, status) if status else (run_id,))]
+    def approvals(self, run_id: str | None, status: str | None = None, limit: int | None = None) -> list[dict]:
+        """A run's approvals (``run_id`` None: every run's, newest first), optionally of one status."""
+        from .queries import approvals_sql
+
+        sql, params = approvals_sql(run_id, status, limit)
+        return [_approval(r) for r in self._rows(sql, params)]
 
     def get_approval(self, approval_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM approvals WHERE id=?", (approval_id,))
