@@ -78,6 +78,9 @@ def test_an_eval_report_from_the_store_keeps_the_suite_order(evaluated):
     assert heads == ORDER
     table = matrix[:matrix.index("</table>")]
     assert "n/a" not in table and '">unclear</span>' in table       # policy:stubborn, guards on: DR all unclear
+    shown = re.findall(r"具体表现 manifestation</th><td>(.*?)</td>", html)       # the zh-CN attribution table
+    words = [re.sub(r"[A-Z]{2}-\d\d\.\w+", "", x) for x in shown]                # criterion ids are data
+    assert shown and not [x for x in words if re.search(r"\b(calls|reply|mentions|questions)\b", x)], shown
 
 
 def test_runs_evals_lists_the_same_in_every_format(evaluated):
