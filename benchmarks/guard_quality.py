@@ -1,23 +1,30 @@
 """Loop detection quality on labelled corpora: recall, and hints / blocks /
-stops on legitimate runs, per corpus half and per family.
+stops on legitimate runs, per set, per folder and per family.
 
-    python benchmarks/guard_quality.py                     # every set found, tuning and held-out apart
-    python benchmarks/guard_quality.py --half tuning       # only the tuning half (never opens held-out files)
-    python benchmarks/guard_quality.py --half sealed       # round 2: written after the rules were frozen
+    python benchmarks/guard_quality.py                     # every set found: tuning, held-out, authors'
+    python benchmarks/guard_quality.py --half tuning       # only the tuning pool (never opens held-out files)
+    python benchmarks/guard_quality.py --half heldout      # only the sealed held-out set: aggregates only
     python benchmarks/guard_quality.py --corpus DIR ...    # other folders of JSON items (each searched recursively)
-    python benchmarks/guard_quality.py --items             # also every item's first trip
+    python benchmarks/guard_quality.py --items             # also every item's first trip (not for sealed items)
     python benchmarks/guard_quality.py --rules             # also each loop rule alone
+    python benchmarks/guard_quality.py --show-sealed-ids   # also name sealed items (spends the seal)
     python benchmarks/guard_quality.py --write-traces D    # every JSON item as a JSONL trace in D (tether guard-check D)
 
 Three sets, printed apart:
 
-* **tuning** and **held-out**: the corpus written blind (by people who had not
-  read ``src/tether/guards/``, from public threads), one JSON file per item
-  under ``tests/data/loop_corpus/**/tuning/`` and ``**/heldout/``. The rules
-  are tuned on the tuning half only; the held-out half is measured once rules
-  are frozen. A file's half is the name of a folder on its path.
+* **tuning**: every JSON item under a folder named ``tuning`` (written blind,
+  by people who had not read ``src/tether/guards/``, from public threads; see
+  ``tests/data/loop_corpus/README.md`` for which of them were once held out
+  and why they moved). Printed with a line per sub-folder and every miss and
+  false alarm by id: rules are tuned on these.
+* **held-out**: every JSON item under a folder named ``heldout``: sealed.
+  Only aggregates and the per-family table are printed, never an item id
+  (``--show-sealed-ids`` names them, and after that the set is no longer
+  held out). Skipped, with a line saying so, when the folder has no items.
 * **authors' corpus**: the 85 items of ``tests/data/loop_corpus/corpus.py``,
   written by the same people as the rules (kept as a regression set).
+
+A file named ``second_reader.json`` holds a second reader's labels, not an item.
 
 Each item is converted to a tether trajectory (the events ``tether
 guard-check`` reads: model request and decision, tool call and result, or a
@@ -65,7 +72,9 @@ from tether.messages import DecisionKind, ToolCallRequest  # noqa: E402
 from tether.status import TerminalStatus  # noqa: E402
 
 CORPUS_ROOT = ROOT / "tests" / "data" / "loop_corpus"
-HALVES = ("tuning", "heldout", "sealed")
+HALVES = ("tuning", "heldout")
+SEALED = frozenset({"heldout"})           # halves whose item ids are never printed by default
+NOT_ITEMS = frozenset({"second_reader.json"})   # readers' labels kept beside the items
 MAX_FILE_BYTES = 4_000_000
 MAX_ACTIONS = 5_000
 # The items carry no timing; they are runs of LLM agents, so each model turn is
@@ -83,12 +92,12 @@ class Item:
     source: str = ""
     half: str = "authors"    # tuning / heldout / authors
     path: str = ""
+    folder: str = ""         # the folder under its half (tuning/a2 -> "a2"), for per-folder lines
 
 
 # -- the JSON corpus ---------------------------------------------------------------
 def half_of(path: Path) -> str | None:
-    """The half a file belongs to: the nearest folder on its path named tuning, heldout or
-    sealed (round 2: written after the rules were frozen, measured once)."""
+    """The half a file belongs to: the nearest folder on its path named tuning or heldout."""
     for part in reversed(path.parts[:-1]):
         if part in HALVES:
             return part
@@ -98,12 +107,26 @@ def half_of(path: Path) -> str | None:
 def corpus_files(folders: Iterable[Path], half: str | None = None) -> list[Path]:
     """JSON item files under ``folders`` (recursively), of one half or all.
     A file of another half is never opened."""
-    out: list[Path] = []
+    out: dict[Path, None] = {}      # a file under two of the folders (one inside the other) counts once
     for folder in folders:
         folder = Path(folder)
         files = [folder] if folder.is_file() else sorted(folder.rglob("*.json"))
-        out += [f for f in files if half is None or half_of(f) == half]
-    return out
+        out |= {f.resolve(): None for f in files if not is_not_item(f) and (half is None or half_of(f) == half)}
+    return list(out)
+
+
+def is_not_item(path: Path) -> bool:
+    """Readers' labels and their maps kept beside the items (second_reader*.json)."""
+    return path.name in NOT_ITEMS or path.name.startswith("second_reader")
+
+
+def folder_of(path: Path) -> str:
+    """The folder between a file's half and the file (``tuning/a2/x.json`` -> ``a2``), or ``-``."""
+    parts = path.parts[:-1]
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] in HALVES:
+            return "/".join(parts[i + 1:]) or "-"
+    return "-"
 
 
 def _fail(path: str, what: str) -> CaseFileError:
@@ -122,6 +145,8 @@ def load_item(path: Path) -> Item:
         raise _fail(where, f"not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise _fail(where, "not a JSON object")
+    if "label" not in doc and "actions" not in doc:
+        raise NotAnItem(where)             # labels or notes kept beside the items
     label, actions = doc.get("label"), doc.get("actions")
     if label not in ("loop", "ok"):
         raise _fail(where, f"label must be 'loop' or 'ok', not {label!r}")
@@ -135,7 +160,7 @@ def load_item(path: Path) -> Item:
     trajectory = _trajectory(where, str(doc.get("task") or ""), actions, doc.get("final"))
     return Item(id=str(doc.get("id") or path.stem), label=label, family=str(doc.get("family") or "-"),
                 trajectory=trajectory, trip_by=trip_by if label == "loop" else None, source=source,
-                half=half_of(path) or "-", path=where)
+                half=half_of(path) or "-", path=where, folder=folder_of(path))
 
 
 def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
@@ -190,13 +215,24 @@ def _trajectory(where: str, task: str, actions: list, final: Any) -> Trajectory:
     return t
 
 
+class NotAnItem(Exception):
+    """A JSON file beside the items that is not one (a reader's labels, notes)."""
+
+
 def load_corpus(folders: Iterable[Path], half: str | None = None) -> list[Item]:
-    return [load_item(f) for f in corpus_files(folders, half)]
+    out = []
+    for f in corpus_files(folders, half):
+        try:
+            out.append(load_item(f))
+        except NotAnItem:
+            continue
+    return out
 
 
 def default_folders() -> list[Path]:
     """The blind corpus in the repository: every folder named tuning / heldout under tests/data/loop_corpus."""
-    return sorted({p.parent for p in CORPUS_ROOT.rglob("*.json") if half_of(p)}) if CORPUS_ROOT.exists() else []
+    return sorted({p.parent for p in CORPUS_ROOT.rglob("*.json") if half_of(p) and not is_not_item(p)}) \
+        if CORPUS_ROOT.exists() else []
 
 
 def authors_items() -> list[Item]:
@@ -286,24 +322,43 @@ def _pct(a: int, b: int) -> str:
     return f"{a}/{b} = {a / b:.1%}" if b else "-"
 
 
+def _row(name: str, r: dict) -> str:
+    median = "-" if r["median"] is None else f"{r['median']:g}"
+    return (f"| {name} | {_pct(r['caught'], r['loops'])} | {_pct(len(r['hints']), r['oks'])} | {len(r['blocks'])} | "
+            f"{len(r['stops'])} | {median} | {'meets' if passes(r) else 'MISSES'} |")
+
+
 def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, items: bool = False,
-           rules: bool = False) -> dict:
+           rules: bool = False, sealed: bool = False, by_folder: bool = False,
+           extra: Sequence[tuple[str, list[Item]]] = ()) -> dict:
+    """Print one set: the stack's line (a line per sub-folder with ``by_folder``,
+    a line per ``extra`` pool), each rule alone with ``rules``, the per-family
+    table, and, unless ``sealed``, the ids of the misses and false alarms."""
     m = measure(corpus, make)
     print(f"## {title}: {len(corpus)} items ({m['loops']} loop, {m['oks']} ok)\n")
     print("| stack | recall (by trip_by) | ok with a hint | ok with a block | ok with a stop | median action caught | floor |")
     print("|---|---:|---:|---:|---:|---:|---|")
-    rows = [("reference stack (on)", m)]
+    print(_row("reference stack (on)", m))
+    if by_folder:
+        groups: dict[str, list[Item]] = defaultdict(list)
+        for it in corpus:
+            groups[it.folder].append(it)
+        if len(groups) > 1:
+            for name, group in sorted(groups.items()):
+                print(_row(f"  {name}/ ({len(group)} items)", measure(group, make)))
+    for name, pool in extra:
+        print(_row(f"  {name} ({len(pool)} items)", measure(pool, make)))
     if rules:
-        rows += [(f"loop: {r} alone", measure(corpus, rule_alone(r))) for r in RULES]
-    for name, r in rows:
-        median = "-" if r["median"] is None else f"{r['median']:g}"
-        print(f"| {name} | {_pct(r['caught'], r['loops'])} | {_pct(len(r['hints']), r['oks'])} | {len(r['blocks'])} | "
-              f"{len(r['stops'])} | {median} | {'meets' if passes(r) else 'MISSES'} |")
+        for r in RULES:
+            print(_row(f"loop: {r} alone", measure(corpus, rule_alone(r))))
     print("\n| family | loop items | caught | ok items | hints | blocks | stops | |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for fam, f in m["families"].items():
         print(f"| {fam} | {f['loops']} | {f['caught']} | {f['oks']} | {f['hints']} | {f['blocks']} | {f['stops']} | "
               f"{'ok' if family_passes(f) else 'MISS'} |")
+    if sealed:
+        print("\n(sealed: item ids are not printed; --show-sealed-ids names them and spends the seal)\n")
+        return m
     print(f"\nmissed: {', '.join(m['missed']) or 'none'}")
     print(f"hints on ok: {', '.join(m['hints']) or 'none'}; blocks on ok: {', '.join(m['blocks']) or 'none'}; "
           f"stops on ok: {', '.join(m['stops']) or 'none'}\n")
@@ -326,9 +381,11 @@ def write_traces(corpus: list[Item], out: Path) -> None:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", action="append", type=Path, help="a folder of JSON items (repeatable)")
-    p.add_argument("--half", choices=("tuning", "heldout", "sealed", "authors", "all"), default="all")
-    p.add_argument("--items", action="store_true")
+    p.add_argument("--half", choices=("tuning", "heldout", "authors", "all"), default="all")
+    p.add_argument("--items", action="store_true", help="every item's first trip (sealed items only with "
+                                                        "--show-sealed-ids)")
     p.add_argument("--rules", action="store_true")
+    p.add_argument("--show-sealed-ids", action="store_true", help="name held-out items (spends the seal)")
     p.add_argument("--guards", default="on", help="the guard stack (default: the reference stack)")
     p.add_argument("--write-traces", type=Path)
     a = p.parse_args(argv)
@@ -341,19 +398,34 @@ def main(argv: list[str]) -> int:
         print(f"guards {a.guards!r}, offline path (check_trace); folders: "
               f"{', '.join(str(f) for f in folders) or 'none'}\n")
         ok = True
-        names = {"tuning": "tuning half (written blind)", "heldout": "held-out half (written blind, sealed)",
-                 "sealed": "round 2 (written blind after the rules were frozen, never tuned on)"}
-        for half in HALVES:
-            if a.half in (half, "all"):
-                corpus = load_corpus(folders, half)
-                if corpus:
-                    name = names[half]
-                    ok &= passes(report(name, corpus, make, items=a.items, rules=a.rules))
-        if a.half in ("authors", "all"):
-            ok &= passes(report("authors' corpus (written by the rule authors, tests/data/loop_corpus/corpus.py)",
-                                authors_items(), make, items=a.items, rules=a.rules))
+        authors = authors_items() if a.half in ("authors", "all") else []
+        if a.half in ("tuning", "all"):
+            corpus = load_corpus(folders, "tuning")
+            if corpus:
+                pools = [("tuning pool + authors' corpus", corpus + authors_items())]
+                ok &= passes(report("tuning (written blind; tuned on)", corpus, make, items=a.items,
+                                    rules=a.rules, by_folder=True, extra=pools))
+            else:
+                print("## tuning: no items\n")
+        if a.half in ("heldout", "all"):
+            corpus = load_corpus(folders, "heldout")
+            if corpus:
+                sealed = not a.show_sealed_ids
+                ok &= passes(report("held-out (written blind, sealed)", corpus, make,
+                                    items=a.items and not sealed, rules=a.rules, sealed=sealed))
+            else:
+                print("## held-out: no items (sealed material goes under tests/data/loop_corpus/heldout/); "
+                      "skipped\n")
+        if authors:
+            ok &= passes(report("authors' corpus (written by the rule authors, tests/data/loop_corpus/corpus.py; "
+                                "regression set)", authors, make, items=a.items, rules=a.rules))
     except CaseFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if a.half in ("heldout", "all") and not a.show_sealed_ids and any(
+                half_of(Path(str(loc.path))) in SEALED for loc, _ in exc.problems):
+            print("error: a file of the sealed held-out set is not a valid item (its name is an item id: "
+                  "--show-sealed-ids names it)", file=sys.stderr)
+        else:
+            print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0 if ok else 1
 

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-_COUNT_KEYS = ("total", "count")
-
 
 def is_empty_data(data: Any) -> bool:
     """An ok result that carries nothing: None, empty containers, total 0,
     or a mapping whose list fields are all empty."""
-    if data is None or data == "" or data == [] or data == {}:
-        return True
-    if isinstance(data, dict):
-        for key in _COUNT_KEYS:
-            if key in data and data[key] == 0:
-                return True
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if lists and all(len(v) == 0 for v in lists):
+    if isinstance(data, dict):              # the common case first: it runs on every tool result
+        if not data:
             return True
-    return False
+        if ("total" in data and data["total"] == 0) or ("count" in data and data["count"] == 0):
+            return True
+        lists = False
+        for v in data.values():
+            if isinstance(v, list):
+                if v:
+                    return False
+                lists = True
+        return lists
+    return data is None or data == "" or data == []

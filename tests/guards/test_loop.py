@@ -139,3 +139,35 @@ def test_escalate_option():
     decisions = [Decision.call("search", {"keyword": "x"})] * 5
     result, trips = run(decisions, [search], on_repeat="escalate")
     assert result.status == "needs_human" and trips[-1].verdict == "escalate"
+
+
+def test_state_round_trips_with_sends_refusals_and_fresh_ids():
+    """What the rules of issue 25 remember (the last send of a tool, calls a person
+    refused, small answers kept for fresh ids, progress and re-ask counts) is
+    plain data: a checkpoint and a resume give the same guard."""
+    import json
+
+    from tether import Tool
+
+    def send_message(channel: str, text: str):
+        return {"status": "queued", "message_id": "m1"}
+
+    def Task(description: str):                      # noqa: N802 - a tool named as agents name it
+        return {"task_id": "t_01", "status": "started"}
+
+    def edit_file(path: str, new: str):
+        return ToolResult.failure("User rejected permission for edit_file", "permission")
+
+    tools = [Tool("send_message", "send", {"type": "object"}, send_message), Tool("Task", "task", {"type": "object"}, Task),
+             Tool("edit_file", "edit", {"type": "object"}, edit_file)]
+    g = LoopGuard()
+    run_agent_sync(ScriptedModel([Decision.call("send_message", {"channel": "#ops", "text": "deploy finished, all green"}),
+                                  Decision.call("Task", {"description": "write the tests"}),
+                                  Decision.call("edit_file", {"path": "a.py", "new": "x"}),
+                                  Decision.final("x")]),
+                   ToolSet(tools), message="go", config=RunConfig(guards=[g]))
+    state = json.loads(json.dumps(g.state(), ensure_ascii=False))
+    assert state["sent"] and state["refusals"] and state["shapes"]
+    h = LoopGuard()
+    h.load_state(state)
+    assert h.state() == g.state()

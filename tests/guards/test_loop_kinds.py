@@ -64,7 +64,10 @@ def test_polling_with_waits_is_not_a_loop_until_max_polls():
     assert trips == [] and result.status == "completed"
 
 
-def test_polling_without_waiting_draws_one_hint_never_a_stop_before_max_polls():
+def test_polling_without_waiting_is_left_alone_until_max_polls():
+    """No count of unchanged polls with no wait between them separates the blind
+    corpus's loops from its legitimate waits (a build polled six times while it
+    runs), so only ``max_polls`` speaks."""
     states = iter(["running"] * 8 + ["succeeded"])
 
     @tool(description="status")
@@ -73,9 +76,7 @@ def test_polling_without_waiting_draws_one_hint_never_a_stop_before_max_polls():
 
     decisions = [Decision.call("job_status", {"job_id": "J1"})] * 9 + [Decision.final("done")]
     result, trips = run(decisions, [job_status])
-    assert [(t.rule, t.verdict, t.numbers["count"]) for t in trips] == [("identical", "hint", 5)]
-    assert "no wait between" in trips[0].message
-    assert result.status == "completed"
+    assert trips == [] and result.status == "completed"
 
 
 def test_a_poll_that_never_finishes_trips_after_max_polls():

@@ -185,3 +185,32 @@ def test_copy_never_makes_a_store_of_its_source(tmp_path):
         res = invoke("store", "copy", str(src), str(tmp_path / "out.db"))
         assert res.exit_code == 2 and why in res.output, res.output
     assert empty.read_bytes() == b"" and not (tmp_path / "out.db").exists()
+
+
+def test_a_listing_counts_its_matches_only_up_to_a_cap(filled, monkeypatch):
+    """`runs list` prints "N of M": M is counted up to a cap, so the listing costs the same at any store size
+    (on PostgreSQL an exact COUNT(*) reads every row); the exact total is `stats`' and `store info`'s job."""
+    db = open_store(filled)
+    assert db.count_runs() == 5 and db.count_runs(upto=10) == 5
+    assert db.count_runs(upto=3) == 4 and db.count_runs(upto=0) == 1
+    assert db.count_runs(model="policy:st*", upto=2) == 3
+    import tether.cli.runs as runs_cli
+
+    monkeypatch.setattr(runs_cli, "_COUNT_UPTO", 3)
+    out = invoke("runs", "list", "--limit", "2", "--store", filled).output
+    assert "2 of more than 3 run(s)" in out.strip().splitlines()[-1]
+
+
+def test_guard_check_reads_every_run_of_either_backend(filled):
+    """`tether guard-check --store S` (no run named): the per-rule trip table over the store's runs, on SQLite
+    and on PostgreSQL alike, and `--json` gives the same counts."""
+    import json
+
+    table = invoke("guard-check", "--store", filled, "--guards", "on")
+    assert table.exit_code == 0 and "Traceback" not in table.output, table.output
+    data = json.loads(invoke("guard-check", "--store", filled, "--guards", "on", "--json").output)
+    assert data["runs"] == len(RUNS)
+    loop = [row for row in data["rules"] if row["guard"] == "loop"]
+    assert loop and all(row["runs"] >= 1 for row in loop)
+    for row in loop:
+        assert row["rule"] in table.output

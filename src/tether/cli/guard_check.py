@@ -158,11 +158,13 @@ def outcome_line(t: Trajectory) -> str:
     return ", ".join(f"{labels.get(k, k)} {n}" for k, n in t.outcome_counts().items() if n) or "no tool calls"
 
 
-def _many(trace: str | None, store: Optional[Path], eval_id: str | None, limit: int) -> tuple[list, str]:
-    """(source, load) pairs for a folder of traces or a store's runs, and what they were read from."""
+def _many(trace: str | None, store: str | None, eval_id: str | None, limit: int) -> tuple[list, str]:
+    """(source, load) pairs for a folder of traces or a store's runs (either backend), and what they were
+    read from."""
     from ..inputs import read_text
+    from ..store import open_store
+    from ..store.connect import store_label, store_spec
     from ..store.export import load_run, read_trace
-    from ..store.sqlite import SQLiteStore, default_store_path
 
     if trace is not None:
         folder = Path(trace)
@@ -170,18 +172,18 @@ def _many(trace: str | None, store: Optional[Path], eval_id: str | None, limit: 
         if not files:
             raise UsageError(f"no traces (*.jsonl) under {folder}")
         return [(str(p), lambda p=p: read_trace(read_text(p, "trace file"), path=str(p))) for p in files], str(folder)
-    if eval_id is None and store is None and not default_store_path().exists():
-        raise UsageError("name a run, a trace or a folder of traces, or give --store (no store at "
-                         f"{default_store_path()})")
-    where = Path(store) if store is not None else default_store_path()
-    if not where.exists():
-        raise UsageError(f"there is no store at {where} (--store)")
-    db = SQLiteStore(where, read_only=True)
+    spec = store_spec(store)
+    if isinstance(spec, Path) and not spec.exists():
+        if store is None and eval_id is None:
+            raise UsageError(f"name a run, a trace or a folder of traces, or give --store (no store at {spec})")
+        raise UsageError(f"there is no store at {spec} (--store)")
+    db = open_store(spec, read_only=True)
+    where = store_label(db)
     ids = [r["run_id"] for r in db.list_runs(limit, eval_id=eval_id)]
     if not ids:
         db.close()
         raise UsageError(f"no runs in {where}" + (f" for evaluation {eval_id}" if eval_id else ""))
-    return [(rid, lambda rid=rid: load_run(db, rid)) for rid in ids], str(where)
+    return [(rid, lambda rid=rid: load_run(db, rid)) for rid in ids], where
 
 
 def _print_many(where: str, guards: str, checks: list[RunCheck], fmt: Format | None) -> None:

@@ -28,6 +28,7 @@ app = typer.Typer(
 
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 _GLOB = "(a glob: * and ? match)"
+_COUNT_UPTO = 10_000     # a listing counts its matches up to this many (stats and store info give exact totals)
 
 
 def _model(run: dict) -> str:
@@ -70,7 +71,7 @@ def list_runs(
         runs = db.list_runs(limit + 1, before=cursor, **filters)
         more = len(runs) > limit
         runs = runs[:limit]
-        total = db.count_runs(**filters)
+        total = db.count_runs(upto=_COUNT_UPTO, **filters)
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
     for why in db.skipped:
         err_console.print(f"warning: store {db.path}: {why}", highlight=False, soft_wrap=True)
@@ -83,13 +84,15 @@ def list_runs(
                      "model": _model(r), "guards": r["guards"], "updated": _iso(r["updated"]),
                      "checkpoints": ckpts, "approvals_waiting": waiting})
     listed = len(runs) + len(db.skipped)
-    shown = f"{len(runs)} of {total} run(s)" if total > listed or before else f"{len(runs)} run(s)"
+    of = f"more than {_COUNT_UPTO:,}" if total > _COUNT_UPTO else f"{total}"
+    shown = f"{len(runs)} of {of} run(s)" if total > listed or before else f"{len(runs)} run(s)"
     note = (f"{shown} in {db.where}" + (f" matching {said}" if said else "")
             + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""))
     if not runs:
         note = f"no runs in {db.where}" + (f" matching {said}" if said else "")
     emit(Listing("runs", RUN_COLUMNS, rows, notes=[note],
-                 extra={"store": db.where, "total": total, "next": runs[-1]["run_id"] if more else None}), fmt)
+                 extra={"store": db.where, "total": total if total <= _COUNT_UPTO else None,     # null: more than
+                        "counted_upto": _COUNT_UPTO, "next": runs[-1]["run_id"] if more else None}), fmt)
 
 
 def _iso(ts: float) -> str:

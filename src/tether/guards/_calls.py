@@ -41,6 +41,9 @@ _TARGET_KEY = re.compile(
     r"recipient|recipients|target|dest|destination|src|source|from|number|no|num|ticket|issue|pr|order|user|"
     r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel)$")
 _ID_CHARS = re.compile(r"[0-9/\\@.:#_-]")
+# Argument names that size or shape an answer (how many, how big): never a resource named.
+_SHAPE_KEY = re.compile(r"^(?:limit|per_?page|page_?size|size|max_?results|max_?items|top|count|max|num_?results|k|n|"
+                        r"max_?tokens|timeout|depth|verbose)$", re.I)
 
 # Verbs in a tool name that mark a side-effecting tool (when no spec says so).
 ACTION_VERBS = frozenset({
@@ -84,10 +87,11 @@ _PAGE_KEY: dict[str, bool] = {}
 # Result fields that say whether a listing goes on.
 _MORE_FLAGS = frozenset({"hasmore", "hasnext", "hasnextpage", "hasmorepages", "more", "moreresults", "truncated",
                          "istruncated", "hasmoreresults"})
-_LAST_FLAGS = frozenset({"islast", "lastpage", "islastpage", "done", "end", "eof", "exhausted"})
+_LAST_FLAGS = frozenset({"islast", "lastpage", "islastpage", "done", "end", "eof", "exhausted", "atbottom", "atend",
+                         "reachedend", "reachedbottom", "attop"})
 _NEXT_KEYS = frozenset({"next", "nextcursor", "nextpage", "nextpagetoken", "nexttoken", "nextoffset", "nexturl",
                         "nextlink", "continuationtoken", "nextmarker", "cursornext", "nextstart"})
-_STATUS_KEYS = ("status", "state", "phase", "job_status", "stage")
+_STATUS_KEYS = ("status", "state", "phase", "job_status", "stage", "状态", "狀態", "状態", "estado", "statut")
 # boolean flags that say "not finished yet" when they hold this value
 _PENDING_FLAGS = {"running": True, "pending": True, "in_progress": True, "busy": True,
                   "done": False, "finished": False, "completed": False, "complete": False, "ready": False}
@@ -99,8 +103,8 @@ _TRANSIENT = re.compile(
     r"overloaded|connection (?:reset|refused|error)|econnreset|gateway|throttl|超时|稍后|繁忙|不可用|限流", re.I)
 # Limits that do not clear by waiting a few seconds, even when sent as a 429.
 _NOT_TRANSIENT = re.compile(
-    r"quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
-    r"per day|plan limit|额度|配额|余额", re.I)
+    r"(?<!非)(?<!not )(?<!not a )(?<!non-)(?:quota|insufficient|billing|credit|exceeded your current|daily (?:usage )?limit|monthly (?:usage )?limit|"
+    r"per day|plan limit|额度|配额|余额)|is not connected|not connected to|未连接", re.I)
 TRANSIENT_TYPES = frozenset({"timeout", "rate_limit", "rate_limited", "unavailable", "transient", "server_error",
                              "http_5xx", "overloaded", "connection_error", "throttled"})
 
@@ -117,10 +121,12 @@ _SAFE_REPR = reprlib.Repr()         # bounded and recursion-safe, for what canno
 _SAFE_REPR.maxlevel, _SAFE_REPR.maxstring, _SAFE_REPR.maxother = 8, 2000, 200
 
 
-def norm_text(value: str, free: bool = False) -> str:
+def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
     """Compare form of a string: NFKC (full width, compatibility forms), CJK and
     typographic punctuation folded to ASCII, quote style folded, case folded,
-    whitespace collapsed; in free text (``free``) punctuation is dropped too."""
+    whitespace collapsed; in free text (``free``) punctuation is dropped too, and
+    spaces next to CJK characters; with ``edges`` (a value that names no
+    resource), punctuation and quotes at its two ends."""
     if value.isascii():
         value = value.lower()
     else:
@@ -133,8 +139,23 @@ def norm_text(value: str, free: bool = False) -> str:
         value = value.replace("'", '"').replace("`", '"')
     if free:
         value = _FREE_RE.sub(" ", value)
-    return " ".join(value.split())
+    elif edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
+        value = value.strip(_EDGE)          # "香港。" / " 香港" / "「退款」": the same value
+    words = value.split()
+    if free and len(words) > 1 and not value.isascii():
+        # "退款 流程" == "退款流程": CJK text has no word spaces (a space stays between two Latin words)
+        out = words[0]
+        for w in words[1:]:
+            a, b = out[-1], w[0]
+            out += w if "\u3040" <= a <= "\u9fff" or "\uac00" <= a <= "\ud7af" or "\u3040" <= b <= "\u9fff" \
+                or "\uac00" <= b <= "\ud7af" else " " + w
+        return out
+    return " ".join(words)
 
+
+# Sentence punctuation, quotes and brackets at the edges of a value (after folding):
+# never part of what the value names (a path ends in a letter, "C++" keeps its "+").
+_EDGE = " .,;:!?\"'()[]<>{}"
 
 _PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
 _FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
@@ -206,13 +227,18 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _flat(data: dict) -> bool:
     """Values all scalars or lists of at most one scalar (nothing to sort), keys all strings."""
+    scalars = _SCALARS
     for k, v in data.items():
         t = type(v)
-        if t not in _SCALARS and not (t is list and len(v) < 2 and (not v or type(v[0]) in _SCALARS)):
-            return False
-        if type(k) is not str:
+        if (t not in scalars and not (t is list and len(v) < 2 and (not v or type(v[0]) in scalars))) \
+                or type(k) is not str:
             return False
     return True
+
+
+def flat_answer(data: dict) -> bool:
+    """String keys and JSON scalar values only (at most one-item lists of them)."""
+    return _flat(data)
 
 
 def _has_list(value: Any) -> bool:
@@ -260,14 +286,15 @@ def _sort_key(value: Any) -> str:
 
 
 _KEY_KIND: dict[str, int] = {}     # argument name -> 0 free text, 1 target, 2 decided by the value
-_QUERY, _TARGET, _BY_VALUE = 0, 1, 2
+_QUERY, _TARGET, _BY_VALUE, _SHAPE = 0, 1, 2, 3
 
 
 def _key_kind(key: str) -> int:
     kind = _KEY_KIND.get(key)
     if kind is None:
         k = key.casefold()
-        kind = _QUERY if k in QUERY_KEYS else _TARGET if _TARGET_KEY.search(k) else _BY_VALUE
+        kind = (_QUERY if k in QUERY_KEYS else _SHAPE if _SHAPE_KEY.match(k) else _TARGET if _TARGET_KEY.search(k)
+                else _BY_VALUE)
         if len(_KEY_KIND) < 4096:
             _KEY_KIND[key] = kind
     return kind
@@ -284,6 +311,11 @@ def _is_target(key: str, value: Any) -> bool:
     if isinstance(value, str):
         return 0 < len(value) <= 128 and " " not in value and bool(_ID_CHARS.search(value))
     return False
+
+
+def names_resource(key: str) -> bool:
+    """An argument whose name says it names a resource (``path``, ``start_line``, ``page``)."""
+    return _key_kind(key) == _TARGET
 
 
 def is_page_key(key: str) -> bool:
@@ -325,19 +357,21 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         if isinstance(value, str):
             if not value:
                 continue
+            target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
+                                         and _ID_CHARS.search(value) is not None)
+            if target and ("/" in value or "\\" in value) and "://" not in value:
+                value = _norm_path(value)
             if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
             else:
-                text = '"' + norm_text(value, kind == _QUERY) + '"'
-            target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
-                                         and _ID_CHARS.search(value) is not None)
+                text = '"' + norm_text(value, kind == _QUERY, not target) + '"'
         elif value is None:
             continue
         elif isinstance(value, bool):
             text, target = repr(value), kind == _TARGET
         elif isinstance(value, int):
-            text, target = repr(value), kind != _QUERY
+            text, target = repr(value), kind == _TARGET or kind == _BY_VALUE
         else:
             text = canon(value, ignore, kind == _QUERY)
             target = _is_target(key, value)
@@ -356,6 +390,24 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     head = tool + ":"
     signature = head + ",".join(sig)
     return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts
+
+
+_SLASHES = re.compile(r"/{2,}")
+
+
+def _norm_path(value: str) -> str:
+    """One spelling of a relative or absolute path: ``src\\config\\api.ts``,
+    ``./src/config//api.ts`` and ``src/config/api.ts`` are one file; ``src/``,
+    ``src/.`` and ``./src`` one folder."""
+    v = _SLASHES.sub("/", value.replace("\\", "/"))
+    while v.startswith("./"):
+        v = v[2:]
+    v = v.replace("/./", "/")
+    while v.endswith("/.") and len(v) > 2:
+        v = v[:-2]
+    if len(v) > 1 and v.endswith("/"):
+        v = v[:-1]
+    return v or value
 
 
 def _json_text(value: str) -> Any:
@@ -387,19 +439,37 @@ def is_action_name(tool: str) -> bool:
     return False
 
 
+def is_read_name(tool: str) -> bool:
+    """A read by its name: the first verb in it is a read verb (``read_file``, ``get_status``)."""
+    for token in _NAME_TOKEN.findall(tool):
+        t = token.casefold()
+        if t in READ_VERBS:
+            return True
+        if t in ACTION_VERBS:
+            return False
+    return False
+
+
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# What varies between two attempts that failed the same way: durations ("retry after
+# 2 s" / "4 s"), long numbers and hex runs (request ids, timestamps, ports, pids).
+# Short numbers stay: "line 23" / "line 58" is another error (the last one was fixed).
+_VOLATILE_NUMBER = re.compile(
+    r"\d+(?:[.,]\d+)*\s*(?:ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|秒|分钟)\b|"
+    r"\b(?=[0-9a-f-]*\d)[0-9a-f]{6,}(?:-[0-9a-f]+)*\b|\d{5,}|\d+(?:[.,]\d+)+")
 
 
 def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
-    """An error's text with what varies between attempts masked: numbers (retry
-    after 2 s / 4 s, line numbers, request ids), the call's own argument values
-    (``ENOENT ... open 'a.yaml'`` / ``'b.yaml'``) and the tool's name. Two
-    errors with the same mask are the same error; another mask is another error
-    (a validation error fixed, the next one reported)."""
+    """An error's text with what varies between attempts masked: durations,
+    long numbers and hex runs (retry after 2 s / 4 s, request ids, timestamps),
+    the call's own argument values (``ENOENT ... open 'a.yaml'`` / ``'b.yaml'``)
+    and the tool's name. Two errors with the same mask are the same error;
+    another mask is another error (a validation error fixed, the next one
+    reported: ``line 23`` then ``line 58``)."""
     text = result.error or ""
     if result.tool:
         text = text.replace(result.tool, "<tool>")
@@ -407,7 +477,7 @@ def mask_error(result: ToolResultEvent, arguments: dict[str, Any] | None = None)
         for value in arguments.values():
             if isinstance(value, str) and len(value) >= 3:
                 text = text.replace(value, "<arg>")
-    return f"{result.error_type or 'error'}|{_NUMBER.sub('#', norm_text(text))[:200]}"
+    return f"{result.error_type or 'error'}|{_VOLATILE_NUMBER.sub('#', norm_text(text))[:200]}"
 
 
 def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None) -> str:
@@ -503,38 +573,96 @@ _COUNTER = re.compile(r"[-_ ]\d+(?=\.[a-z0-9]+\"?$|\"?$)")
 
 def numbered_copy(a: str | None, b: str | None) -> bool:
     """Two names of one thing numbered apart, the way a tool de-duplicates them:
-    ``notes.md`` / ``notes (1).md``, or ``updates-1`` / ``updates-2`` when the
-    name has no other digits (a date is not a numbered name)."""
+    ``notes.md`` / ``notes (1).md``; ``fix/issue-15643`` / ``fix/issue-15643-2``
+    (the earlier name with a counter added); or ``updates-1`` / ``updates-2``
+    when the rest of the name has no digits (``report-2024-01`` / ``-02`` is a
+    date, not a copy)."""
     if a is None or b is None or a == b:
         return False
     if _COPY_MARK.sub("", a) == _COPY_MARK.sub("", b):
         return True
-    base = _COUNTER.sub("", a)
-    return base == _COUNTER.sub("", b) and any(c.isalpha() for c in base) and not any(c.isdigit() for c in base)
-
-
-def page_end(data: Any) -> bool:
-    """The listing says it has ended: ``has_more: false``, a next cursor / page /
-    token that is null or empty, ``is_last: true``, at the top level or one
-    level down (``{"page": {"has_more": false}}``; ``{"links": {}}`` is not
-    enough)."""
-    if not isinstance(data, dict):
+    mb = _COUNTER.search(b)
+    if mb is None:
         return False
-    for level in (data, *(v for v in data.values() if isinstance(v, dict))):
-        for key, value in level.items():
-            kind = _FLAG_KIND.get(key)
-            if kind is None:
-                k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
-                kind = 1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS else 0
-                if len(_FLAG_KIND) < 4096:
-                    _FLAG_KIND[key] = kind
-            if kind and ((kind == 1 and value is False) or (kind == 2 and value is True)
-                         or (kind == 3 and (value is None or value == ""))):
-                return True
-    return False
+    base_b = b[:mb.start()] + b[mb.end():]
+    if base_b == a:
+        return any(c.isalpha() for c in a) and len(mb.group()) <= 4     # x -> x-2
+    ma = _COUNTER.search(a)
+    if ma is None:
+        return False
+    base = a[:ma.start()] + a[ma.end():]
+    if base != base_b or not any(c.isalpha() for c in base):
+        return False
+    if not any(c.isdigit() for c in base):
+        return True
+    na, nb = ma.group()[1:], mb.group()[1:]         # digits elsewhere: only a de-duplicating counter
+    return not na.startswith("0") and int(na) >= 2 and int(nb) == int(na) + 1 and len(nb) <= 3   # x-2 -> x-3
+
+
+def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
+    """What a listing's answer says about the pages after it: ``1`` it ended
+    (``has_more: false``, a next cursor / page / token that is null or empty,
+    ``is_last: true``, ``at_bottom: true``, the page number reached the page
+    count), ``2`` its next cursor is the one sent (it does not advance), ``-1``
+    it goes on (``has_more: true``, ``at_bottom: false``), ``-2`` it goes on
+    from a next cursor the caller must send, ``0`` it does not say. Read at the
+    top level and one level down (``{"page": {"has_more": false}}``;
+    ``{"links": {}}`` says nothing)."""
+    if not isinstance(data, dict):
+        return 0
+    said = _page_level(data, arguments)
+    if said > 0:
+        return said
+    for v in data.values():
+        if type(v) is dict:
+            below = _page_level(v, arguments)
+            if below > 0:
+                return below
+            said = min(said, below)
+    return said
+
+
+def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
+    """One level of :func:`page_state`."""
+    said = 0
+    for key, value in level.items():
+        kind = _FLAG_KIND.get(key)
+        if kind is None:
+            k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+            kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
+                    else 4 if k in _COUNT_FLAGS else 0)
+            if len(_FLAG_KIND) < 4096:
+                _FLAG_KIND[key] = kind
+        if not kind:
+            continue
+        if kind == 1 and isinstance(value, bool):
+            if not value:
+                return 1
+            said = min(said, -1)
+        elif kind == 2 and isinstance(value, bool):
+            if value:
+                return 1
+            said = min(said, -1)
+        elif kind == 3:
+            if value is None or value == "":
+                return 1
+            if arguments and isinstance(value, (str, int)) and any(
+                    v == value for k, v in arguments.items() if is_page_key(k)):
+                return 2                    # the next cursor is the one sent: the walk does not advance
+            said = -2                       # goes on, from a cursor the caller must send
+        elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
+            page = level.get("page", level.get("current_page", level.get("currentPage")))
+            if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):
+                return 1                    # page 1 of 1, or a page number past a count of 0
+    return said
+
+
+def page_end(data: Any, arguments: dict[str, Any] | None = None) -> bool:
+    return page_state(data, arguments) > 0
 
 
 _FLAG_KIND: dict[Any, int] = {}
+_COUNT_FLAGS = frozenset({"pages", "totalpages", "pagecount", "numpages", "lastpage"})
 
 
 _PATHS = re.compile(r"\S*[/\\]\S*")
@@ -564,3 +692,124 @@ def error_signature(result: ToolResultEvent) -> str:
     need not share a prefix ("MCP client not connected for tool 'x'")."""
     text = (result.error or "").replace(result.tool, "<tool>") if result.tool else (result.error or "")
     return f"{result.error_type or 'error'}|{norm_text(text)[:160]}"
+
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+_QUERY_URL = re.compile(r"search|query|graphql|lookup|find|_count|/rpc\b", re.I)
+
+
+def is_write_call(arguments: dict[str, Any]) -> bool:
+    """A generic HTTP tool called with a method that changes something
+    (``{"method": "POST"}``), unless the address says it is a query sent by
+    POST (``/_search``, ``/graphql``)."""
+    method = arguments.get("method")
+    if not isinstance(method, str) or method.strip().upper() not in _WRITE_METHODS:
+        return False
+    where = arguments.get("url") or arguments.get("path") or arguments.get("endpoint") or ""
+    return not (isinstance(where, str) and _QUERY_URL.search(where))
+
+
+_EXIT_KEYS = ("exit_code", "exitcode", "exit", "code", "returncode", "return_code", "status_code")
+_FAIL_LISTS = ("errors", "failures", "failed_tests", "violations")
+
+
+def looks_failed(data: Any) -> bool:
+    """A success of the tool that reports a failure of the work (a build or a
+    check): a non-zero exit code, a non-empty list of errors, failed tests."""
+    if type(data) is not dict:
+        return False
+    for key in _EXIT_KEYS:
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value != 0 \
+                and (key != "status_code" or value >= 400):
+            return True
+    for key in _FAIL_LISTS:
+        value = data.get(key)
+        if (isinstance(value, list) and value) or (isinstance(value, int) and not isinstance(value, bool) and value):
+            return True
+    failed = data.get("failed")
+    return (isinstance(failed, int) and not isinstance(failed, bool) and failed > 0) or data.get("ok") is False \
+        or data.get("success") is False
+
+
+_ID_KEY = re.compile(r"(?:^|_|-)(?:id|ids|uuid|guid|key|number|no|ref|pnr|sid|handle)$|[a-z]Id$|^id[A-Z_]")
+_ID_VALUE = re.compile(r"[A-Za-z]{1,16}[-_:]?[A-Za-z]*\d[\w-]{0,40}")
+
+
+def id_split(data: Any, ignore: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """A small answer that carries identifiers (``{"task_id": "t_02", "status":
+    "started"}``): (the rest of it, its identifiers), for telling a call that
+    made something new (the same answer under a fresh id) from one that read
+    the same thing again. Fields in ``ignore`` (``request_id``, ``timestamp``)
+    are left out of both. None when the answer carries no identifier."""
+    if type(data) is not dict or not data or len(data) > 16:
+        return None
+    ids, rest = [], []
+    for key, value in data.items():
+        if not isinstance(key, str):
+            return None
+        if key in ignore:
+            continue                        # a request id or a timestamp of the answer: noise, not a new thing
+        if ((isinstance(value, str) and len(value) <= 64 and (_ID_KEY.search(key) or _ID_VALUE.fullmatch(value)))
+                or (isinstance(value, int) and not isinstance(value, bool) and _ID_KEY.search(key))):
+            ids.append(f"{key}={value}")
+        else:
+            rest.append((key, value))
+    if not ids:
+        return None
+    return canon_result(dict(rest)), "|".join(sorted(ids))
+
+
+_USER_REFUSED = re.compile(
+    r"\b(?:user|you|human|operator|approver)\b[^.\n]{0,24}\b(?:rejected|denied|declined|refused)\b|"
+    r"\b(?:rejected|denied|declined|refused) by (?:the )?(?:user|human|operator)|用户(?:已)?拒绝|被用户拒绝|"
+    r"\b(?:permission|approval|confirmation)\b[^.\n]{0,30}\b(?:timed out|timeout|expired|not granted)|"
+    r"(?:权限|用户)?确认超时|未获(?:得)?(?:批准|授权|确认)", re.I)
+
+
+def is_user_refusal(result: ToolResultEvent) -> bool:
+    """A failure that says a person refused the call ("User rejected permission
+    for edit_file") or left its approval unanswered ("waiting for permission
+    confirmation timed out"): the same call again asks what was already
+    answered no, or not at all (as a question left unanswered)."""
+    return not result.ok and bool(result.error) and _USER_REFUSED.search(result.error) is not None
+
+
+def split_free(parts: dict[str, str]) -> tuple[str, str]:
+    """(the free-text values, the other arguments) of a call's canonical parts, each as one string."""
+    free, rest = [], []
+    for k, v in parts.items():
+        if _key_kind(k) == _QUERY:
+            free.append(v.strip('"'))       # the words only: names of arguments would inflate similarity
+        else:
+            rest.append(f"{k}={v}")
+    return "\x00".join(free), "\x00".join(rest)
+
+
+_SINCE_KEYS = frozenset({"since", "newerthan", "modifiedsince", "updatedsince", "updatedafter", "createdafter",
+                         "oldest", "sincetime", "changedsince"})
+_DATE_START = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def asks_since(arguments: dict[str, Any]) -> bool:
+    """A call that asks what is new since a point in time (``{"since":
+    "2026-12-01T09:00Z"}``, Gmail's ``newer_than``): asking again is waiting for
+    something to arrive, a poll."""
+    for key, value in arguments.items():
+        if isinstance(key, str) and key.casefold().replace("_", "").replace("-", "") in _SINCE_KEYS:
+            if (isinstance(value, str) and _DATE_START.match(value)) or (
+                    isinstance(value, int) and not isinstance(value, bool) and value > 1_000_000_000):
+                return True
+    return False
+
+
+_NOT_READY = re.compile(r"not (?:yet )?ready|not (?:available|finished|complete|done) yet|still (?:processing|running|"
+                        r"pending|in progress|generating|building)|尚未(?:就绪|完成|生成)|还没(?:有)?(?:好|完成|生成)|处理中", re.I)
+
+
+def is_not_ready(result: ToolResultEvent) -> bool:
+    """A failure that says the thing asked for is not ready yet ("404 report not
+    ready", "still processing"): asking again later is waiting, a poll."""
+    return not result.ok and bool(result.error) and _NOT_READY.search(result.error) is not None

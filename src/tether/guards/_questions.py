@@ -30,9 +30,14 @@ _FILLER = frozenset({
     "where", "how", "that", "this", "for", "with", "from", "have", "has", "need", "know", "let", "me", "so", "i",
     "to", "do", "did", "does", "is", "it", "of", "in", "on", "a", "an", "also", "again", "just", "like", "want",
     "okay", "sure", "thanks", "thank", "provide", "share", "give", "some", "any", "about",
+    "should", "shall", "may", "might", "must", "before", "after", "those", "these", "there", "here", "then", "now",
+    "yes", "not", "all", "many", "much", "our", "we", "they", "them", "first", "still",
 })
 _CJK_FILLER = frozenset({"请问", "好的", "为了", "您的", "你的", "一下", "可以", "告诉", "请提", "提供", "什么", "是什", "么？"})
 _WORD = re.compile(r"[a-z]{3,}")
+_PUNCT = re.compile(r"[^\w\s]")
+# a name of a thing: letters or digits joined by . / _ - or with a digit in it (a.txt, old-ui, v1.2, #412)
+_NAME = re.compile(r"(?<![\w./-])(?=[\w./-]*[a-z0-9])(?:[a-z0-9]+(?:[./_-][a-z0-9]+)+|[a-z]*\d[a-z0-9]*)(?![\w./-])")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
@@ -43,7 +48,7 @@ def _norm(text: str) -> str:
 def is_refusal(reply: str) -> bool:
     """A refusal or a non-answer: the question did not get what it asked for."""
     t = _norm(reply).strip(" 。.!！~～")
-    if not t or t in NON_ANSWERS or t in DECLINES:
+    if not t or t in NON_ANSWERS or t in DECLINES or " ".join(_PUNCT.sub(" ", t).split()) in DECLINES:
         return True
     return any(r in t for r in REFUSALS)
 
@@ -53,10 +58,17 @@ def content(text: str) -> frozenset[str]:
     grams = {run[i:i + 2] for run in _CJK_RUN.findall(t) for i in range(len(run) - 1)}
     grams -= _CJK_FILLER
     words = {w.rstrip("s") for w in _WORD.findall(t) if w not in _FILLER}
-    return frozenset(grams | words)
+    names = {"#" + n for n in _NAME.findall(t)}       # what the question is about, marked apart from words
+    return frozenset(grams | words | names)
 
 
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Shared content over the smaller set; 0 when both name things (file names,
+    ids, versions: ``a.txt``, ``v1.2``, ``old-ui``) and share none of them:
+    "Delete a.txt?" and "Delete b.txt?" are two questions."""
     if not a or not b:
+        return 0.0
+    ids_a, ids_b = {w for w in a if w[0] == "#"}, {w for w in b if w[0] == "#"}
+    if ids_a and ids_b and not ids_a & ids_b:
         return 0.0
     return len(a & b) / min(len(a), len(b))

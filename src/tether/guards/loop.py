@@ -9,48 +9,63 @@ a few counters, so the cost of a decision does not depend on the history (a
 bounded window of recent calls is kept as plain data, so it checkpoints).
 What counts as *progress* decides almost everything:
 
-* a *pending* status ("running", "处理中") from a read is neither progress nor
-  a loop (it is waiting); a transient failure is the retry budget's business;
+* a *pending* status ("running", "处理中") from a read, a call repeated after a
+  wait tool, a scroll that says more follows, a call asking what is new since
+  a time, and an error saying "not ready yet" are neither progress nor a loop
+  (they are waiting); a transient failure is the retry budget's business;
 * any other failure with an error the window has not seen is progress (a
-  validation error fixed, the next one reported);
+  validation error fixed, the next one reported: short numbers such as line
+  numbers are part of the error);
 * a success with a result this window has not seen, and that is not empty,
   is progress; so is a success on a *target* the tool has not worked on yet
   (another id, path, page, recipient), unless a read returned the very same
   non-empty data again (a page parameter the API ignores);
-* a page past the end of a listing (after ``has_more: false`` or an empty
-  page) that returns nothing new is not progress;
-* a side-effecting tool (spec ``side_effect=True``, or the first verb in its
-  name) is progress when it succeeds with arguments it has not succeeded with
-  before, whatever it answers (a constant acknowledgement, a fresh id).
+* a page past the end of a listing (``has_more: false``, a null or unchanged
+  next cursor, the last page number, an empty page) that returns nothing new
+  is not progress;
+* a side-effecting tool (spec ``side_effect=True``, the first verb in its
+  name, an HTTP write method, or the same call answered under a fresh id) is
+  progress when it succeeds with arguments it has not succeeded with before,
+  whatever it answers (a constant acknowledgement, a fresh id);
+* a check repeated after something that is not a read made progress (an edit
+  between two builds) is not a repeat, unless it keeps failing the same way.
 
 Rules (each trip names the rule and its numbers; docs/guards.md says why each
 default is what it is):
 
-* ``identical``: the same call again while its result has not changed:
-  ``max_identical`` times, ``max_polls`` when the answer is a pending status
-  (one hint at ``max_busy_polls`` when nothing waits between the polls).
+* ``identical``: the same call again while its result has not changed and
+  nothing else progressed: ``max_identical`` times, ``max_polls`` when it is
+  waiting; after its result, a 3rd call answered as the 2nd, or a check that
+  failed the same way ``max_unchanged`` times across other work; a call a
+  person refused (or left unapproved) made again.
 * ``duplicate_action``: a side-effecting call that already succeeded with the
-  same arguments, or a create of the same content under a name numbered anew.
-* ``retry_budget``: transient failures of one tool in a row past
-  ``max_transient_retries`` (paced) or ``max_immediate_retries`` (in quick
-  succession): a hint after the failure that uses the budget up, never a
-  block; the next attempt stops.
+  same arguments; a create of the same content under a name numbered anew;
+  the same call answered under a fresh id; a send that rewords the last send
+  to the same place (``resend_similarity``) or changes only a counter.
+* ``retry_budget``: transient failures of one tool in a row: a hint after the
+  ``retry_hint_after``-th when no wait came between them, nothing else within
+  ``max_transient_retries`` retries (never a block or a stop), the attempt
+  after them stops; in quick succession ``max_immediate_retries``, a hint,
+  then a stop.
 * ``past_end``: another page of a listing that ended and already answered a
-  page past its end with nothing.
+  page past its end with nothing; ``max_empty_pages`` empty pages in a row
+  that still promise more.
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
   period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
   of work started over (two repeats in a row with the same results).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
-  brought no progress, or ``max_same_answer`` rewordings in a row got the very
-  same answer.
+  brought no progress, or ``max_same_answer`` rewordings in a row (the same
+  resources named) got the very same answer.
 * ``no_progress``: ``max_no_progress`` different calls in a row returned the
   same result or the same error.
 * ``outage``: tools failing with the same error (type and text, the tool's
   name masked) within ``outage_window`` calls: a hint at
   ``outage_hint_tools``; a further call to one of ``outage_tools`` such tools,
-  or to a tool sharing their name prefix, is blocked.
+  or to a tool sharing their name prefix, is blocked (until a wait tool ran).
 * ``question_repeat``: the agent asks the user again (the same or a reworded
-  question) what the user refused, declined or did not answer.
+  question) what the user refused, declined or did not answer; a question
+  asked twice already; any answered question asked again after another one
+  already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
 the model what it repeated and what else to do; the same trip again (or a
@@ -63,7 +78,9 @@ only wastes time.
 from __future__ import annotations
 
 from collections import deque
+from rapidfuzz.fuzz import token_sort_ratio as _similarity
 from dataclasses import dataclass, field
+import re
 from typing import Any, Literal
 
 from .. import i18n
@@ -84,7 +101,17 @@ from ._calls import (
     is_submitted,
     is_transient,
     is_wait_name,
-    page_end,
+    is_write_call,
+    is_read_name,
+    is_not_ready,
+    flat_answer,
+    asks_since,
+    looks_failed,
+    is_user_refusal,
+    split_free,
+    names_resource,
+    id_split,
+    page_state,
     result_hash,
     numbered_copy,
     volatile_pair,
@@ -103,21 +130,30 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
+    retry_hint_after: int = 4          # transient failures of a tool in a row, with no wait between them, that
+                                       # draw a hint (never a block): one past the usual 3-attempt SDK default
+                                       # (crush, hermes, openai-python). Retries with a wait between are left
+                                       # alone until the budget below is used up
     max_transient_retries: int = 4     # retries of a tool failing transiently (5xx, timeout, 429): 5 attempts
                                        # in all, the upper end of SDK retry budgets (tether's HTTP client makes
-                                       # 4, botocore's legacy mode 5). The failure that uses them up draws a
-                                       # hint, never a block; the next attempt stops
+                                       # 4, botocore's legacy mode 5). No attempt within them is blocked or
+                                       # stopped; the attempt after the budget stops
     max_immediate_retries: int = 2     # ... of them made less than min_retry_gap_s after the failure with no
                                        # wait tool between: hammering a failing service (SDKs wait 0.5 s+)
     min_retry_gap_s: float = 0.5       # tether's HTTP client's first backoff; an LLM turn alone takes longer
+    resend_similarity: float = 90.0    # rapidfuzz ratio (0-100) over the free text of two sends of one tool to the
+                                       # same place, at or above which the second rewords the first
     max_action_repeats: int = 1        # successful calls of a side-effecting tool with the same arguments
                                        # before calling it again trips (another ticket, message, charge)
     max_past_end: int = 1              # pages requested after a listing said it ended (has_more false, an
                                        # empty page) that returned nothing; the next page request trips
+    max_empty_pages: int = 3           # empty pages in a row that still promise more (has_more: true) before the
+                                       # listing counts as ended: 2 happen (openai-node follows cursors through
+                                       # empty pages), the 3rd is a walk that will not end
+    max_unchanged: int = 3             # calls of one call in a row that failed the same way (an error, or a
+                                       # success reporting one: exit code, errors) although other work changed
+                                       # things between them (a build failing the same way after two fixes)
     max_polls: int = 10                # ... when it answered a pending status (OpenClaw warns at 10)
-    max_busy_polls: int = 3            # ... unchanged pending answers in a row with no wait between the polls
-                                       # (no wait tool, less than ``poll_interval_s`` apart)
-    poll_interval_s: float = 5.0
     max_same_answer: int = 3           # calls of one read-only tool in a row, arguments reworded, that returned
                                        # the very same substantive data: the last one trips (after its result)
     outage_hint_tools: int = 3         # tools failing the same way (within outage_window) that draw a hint
@@ -128,6 +164,7 @@ class LoopConfig:
     outage_tools: int = 2              # tools failing with the same error that mean an outage
     outage_window: int = 10            # ... within this many calls
     max_question_repeats: int = 1      # refused asks of a question before asking it again trips
+    max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
     max_hints: int = 2                 # distinct hints before any further trip stops
@@ -171,11 +208,17 @@ class LoopGuard(BaseGuard):
     irrelevant: dict[str, list] = field(default_factory=dict)    # tool -> arguments found to change nothing
     last: dict[str, list] = field(default_factory=dict)          # tool -> [parts, result, same in a row] of its last call
     created: dict[str, list] = field(default_factory=dict)       # create tool -> [its last arguments, copies]
-    polls: dict[str, list] = field(default_factory=dict)         # sig -> [unchanged polls without a wait, at seconds]
+    shapes: dict[str, dict] = field(default_factory=dict)        # sig -> its last answer, a small dict (fresh ids)
+    sent: dict[str, list] = field(default_factory=dict)          # side-effecting tool -> [parts, free, rest] of its
+                                                                 # last success
+    refusals: list = field(default_factory=list)                 # signatures of calls a person refused
+    reasked: int = 0                                             # questions asked again so far
+    progressed: int = 0                                          # calls so far that made progress
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
         self._pending: tuple | None = None  # call id and describe_call() from before_tool
+        self._tripped: str | None = None    # the call id before_tool tripped on
         self._lang: str | None = None       # the run's language (i18n), read once
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
 
@@ -215,11 +258,14 @@ class LoopGuard(BaseGuard):
         rules = cfg.rules
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
+            self._tripped = call.id
             return Verdict("block", "outage", self._said or found[0], found[1])
         seen = sig in self.sigs             # the rules about repeats need the call seen before
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
                  or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
-                                                    or (self.created and self._duplicate_create(call, described))))
+                                                    or (self.created and self._duplicate_create(call, described))
+                                                    or (call.name in self.sent and self._resend(call, described))))
+                 or ("identical" in rules and sig in self.refusals and self._refused_again(call))
                  or (seen and "identical" in rules and self._identical(call, sig))
                  or ("past_end" in rules and sig != described[2] and described[2] in self.series
                      and self._past_end(call, described))
@@ -227,7 +273,10 @@ class LoopGuard(BaseGuard):
                  or ("near_duplicate" in rules and self.tool_streak.get(call.name, 0) >= cfg.max_near_duplicates
                      and self._near_duplicate(call))
                  or ("no_progress" in rules and self.same_result[1] >= cfg.max_no_progress and self._no_progress()))
-        return self._ladder(*found) if found else None
+        if not found:
+            return None
+        self._tripped = call.id
+        return self._ladder(*found)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
         cfg = self.config
@@ -240,27 +289,56 @@ class LoopGuard(BaseGuard):
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
+        tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
         ok = result.ok
         kinds = self._kinds.get(tool)
-        action, wait = kinds if kinds is not None else self._kind(ctx, tool)
+        action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
+        if not action and "method" in call.arguments:
+            action = is_write_call(call.arguments)
         index = self.count
         data = result.data
+        st = self.sigs.get(sig)
+        fresh = None
+        if ok and not wait and not reads and type(data) is dict and len(data) <= 16 and flat_answer(data):
+            # the answer is kept as is (a small flat dict: JSON in a checkpoint) until the same call comes
+            # again; only then are the two split into identifiers and the rest (the split costs more)
+            before = self.shapes.get(sig) if st is not None else None
+            self.shapes[sig] = dict(data)
+            if len(self.shapes) > _MAX_KEYS:
+                _bound(self.shapes)
+            if before is not None and rkey != st[0]:
+                shape, earlier = id_split(data, cfg.ignore_fields), id_split(before, cfg.ignore_fields)
+                if shape is not None and earlier is not None and earlier[0] == shape[0] and earlier[1] != shape[1] \
+                        and self._quiet_since(st, tool):
+                    # nothing else happened between: not a re-read after a change
+                    fresh = earlier[1]          # the same call made another one of something: a side effect
+                    action = True
+                    if sig not in self.acted:
+                        self.acted[sig] = 1
         if wait:
             kind = _POLL
             self.waited = index
         elif ok:
             kind = _NORMAL
-            if not action and is_pending(data):
+            if action:
+                pass
+            elif is_pending(data):
                 if is_submitted(data, call.arguments):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
                     kind = _POLL
+            elif st is not None and ((sig == skey and type(data) is dict and page_state(data) == -1)
+                                     or asks_since(call.arguments)):
+                # a call that walks on by itself (a scroll) and says more follow; "what is new since 09:00"
+                kind = _POLL
         else:
-            kind = _TRANSIENT if is_transient(result) else _NORMAL
+            kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and is_empty_data(data)
-        listing = None if action or not ok else self.series.get(skey)
+        reading = ok and not action and kind == _NORMAL
+        listing = self.series.get(skey) if ok and not action else None
+        state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
         if kind != _NORMAL:
             progress = False
         elif not ok:
@@ -270,6 +348,8 @@ class LoopGuard(BaseGuard):
         elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
             progress = False                # a page past the end of a listing
             listing[1] += 1
+        elif nothing and state > 1:
+            progress = False                # an empty page whose next cursor is the one sent: stuck
         elif rkey not in self.seen_results and not nothing:
             progress = True
         elif tkey and tkey not in self.targets:
@@ -277,40 +357,70 @@ class LoopGuard(BaseGuard):
             progress = rkey not in self.seen_results or nothing or is_ack(data)
         else:
             progress = False
-        if ok and not action and kind == _NORMAL:
-            if nothing or (skey != sig and page_end(data)):
+        if reading:
+            if state > 0 or (nothing and state == 0):
                 if listing is None:
-                    listing = self.series[skey] = [True, 0]
+                    listing = self.series[skey] = [True, 0, 0]
                     _bound(self.series)
                 listing[0] = True
+                if state > 1 and nothing and listing[1] == 0:
+                    listing[1] = 1          # the page that did not advance is itself past the end
+            elif nothing and skey != sig:
+                # an empty page that says more follow (has_more: true, a fresh cursor): a few are normal
+                # (an API that filters after paging), ``max_empty_pages`` in a row are the end
+                if listing is None:
+                    listing = self.series[skey] = [False, 0, 0]
+                    _bound(self.series)
+                if len(listing) < 3:
+                    listing.append(0)
+                listing[2] += 1
+                if listing[2] >= cfg.max_empty_pages:
+                    listing[0], listing[1] = True, max(listing[1], 1)
+                    if "past_end" in cfg.rules and not tripped:
+                        return self._past_end_now(call, listing)
             elif listing is not None and progress:
                 listing[0], listing[1] = False, 0        # the end was not the end
+                if len(listing) > 2:
+                    listing[2] = 0
             prev = self.last.get(tool)
             if prev is not None and prev[1] == rkey:
-                sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing)
+                sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing, target)
+                st = self.sigs.get(sig)
             else:
-                self.last[tool] = [parts, rkey, 1]
+                self.last[tool] = [parts, rkey, 1, target]
                 if len(self.last) > _MAX_KEYS:
                     _bound(self.last)
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
+            self.sent[tool] = [parts, *split_free(parts)]
+            _bound(self.sent)
             if is_create_name(tool):
                 self._created(tool, parts)
-        if kind == _POLL and not wait:
-            self._poll(sig, rkey, self._agent_seconds(ctx))
 
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
         self.seen_results[rkey] = self.seen_results.get(rkey, 0) + 1
         if tkey:
             self.targets[tkey] = self.targets.get(tkey, 0) + 1
-        st = self.sigs.get(sig)
-        if st is not None and st[0] == rkey:
-            st[1] += 1
-            st[2] = kind
+        # sig -> [result, calls in a row with it, kind, first index, progress count after it, last index,
+        #         calls in a row with nothing else progressing between (any result),
+        #         calls in a row with it and nothing else progressing between]
+        before = self.progressed
+        if progress and not reads:
+            self.progressed += 1            # something may have changed (a read changes nothing)
+        if st is not None and len(st) > 7:
+            quiet = st[4] == before         # nothing else progressed since its last call
+            if st[0] == rkey:
+                st[1] += 1
+                # waited for (a wait tool since its last call): a poll, not a repeat
+                st[2] = _POLL if kind == _NORMAL and ok and self.waited > st[5] else kind
+                st[6], st[7] = (st[6] + 1, st[7] + 1) if quiet else (1, 1)
+                st[4], st[5] = self.progressed, index
+            else:
+                st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, st[6] + 1 if quiet else 1, 1]
         else:
-            self.sigs[sig] = [rkey, 1, kind, index]
+            st = self.sigs[sig] = [rkey, 1, kind, index, self.progressed, index, 1, 1]
         if kind == _NORMAL:
             if progress:
                 self.tool_streak[tool] = 0
@@ -329,6 +439,9 @@ class LoopGuard(BaseGuard):
             self._evict(self.calls.popleft())
         if not ok and result.executed:
             self.failed[tool] = [error_signature(result), index]
+            if is_user_refusal(result) and sig not in self.refusals:
+                self.refusals.append(sig)
+                del self.refusals[:-16]
         elif ok and self.failed:
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.executed:
@@ -338,31 +451,59 @@ class LoopGuard(BaseGuard):
                     return found
         elif self.retries and (ok or kind == _NORMAL):
             self.retries.pop(tool, None)
+        if tripped:
+            return None
         if not ok and "outage" in cfg.rules and result.executed:
             found = self._outage_seen(tool)
             if found is not None:
                 return self._ladder(*found)
-        if ok and kind == _NORMAL and not action and "near_duplicate" in cfg.rules \
-                and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer:
+        if fresh is not None and "duplicate_action" in cfg.rules:
+            return self._ladder(*self._fresh_id(call, sig))
+        if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
+                (st[7] >= 2 and st[6] >= 3) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
+            return self._ladder(*self._identical_after(call, sig, st, ok))
+        if ok and kind == _NORMAL and not action and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer \
+                and "near_duplicate" in cfg.rules:
             found = self._same_answer(call)
             if found is not None:
                 return self._ladder(*found)
         return None
 
-    def _poll(self, sig: str, rkey: str, at_s: float) -> None:
-        """Count the unchanged pending answers of a poll that came without a wait
-        before them (no wait tool call since the last poll, and less than
-        ``poll_interval_s`` of wall clock)."""
-        st = self.sigs.get(sig)
-        p = self.polls.get(sig)
-        unchanged = st is not None and st[0] == rkey and st[1] > 0
-        if p is None or not unchanged:
-            self.polls[sig] = [0, at_s, self.count]
-            _bound(self.polls)
-            return
-        waited = self.waited > p[2] or at_s - p[1] >= self.config.poll_interval_s
-        p[0] = 0 if waited else p[0] + 1
-        p[1], p[2] = at_s, self.count
+    def _quiet_since(self, st: list, tool: str) -> bool:
+        """No other tool made progress since the call of ``st`` last ran (a re-read
+        after an edit gets a new hash; the same create in a batch gets a new id)."""
+        if len(st) < 6:
+            return False
+        for entry in reversed(self.calls):
+            if entry[_INDEX] <= st[5]:
+                return True
+            if entry[_PROGRESS] and entry[_TOOL] != tool:
+                return False
+        return True
+
+    def _fresh_id(self, call: ToolCallRequest, sig: str):
+        """The same call answered the same way under a fresh id: it made another one."""
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("duplicate_action", sig,
+                f"{call.name} ({_short(call.arguments)}) was called again with the same arguments and answered the "
+                "same way under a new id: it made another one (another task, record or message). Use the one "
+                "already made; if it must be done again, say why first.",
+                {"count": 2, "limit": 1, "tool": call.name})
+
+    def _identical_after(self, call: ToolCallRequest, sig: str, st: list, ok: bool):
+        """After the result: the third call (or later) of the same call, with nothing
+        else progressing between, came back as the one before it (``git commit``
+        answered "nothing to commit" twice after the commit that worked); or the
+        same call answered the same ``max_unchanged`` times in a row although
+        other work changed things between (a build failing the same way after
+        two different fixes)."""
+        n = st[1]
+        what = "failed the same way" if not ok else "returned the same"
+        self._say("loop.identical", count=n, tool=call.name, args=_short(call.arguments), limit=n - 1)
+        return ("identical", sig,
+                f"{call.name} ({_short(call.arguments)}) {what} {n} times in a row ({st[6]} calls in all) with "
+                f"nothing else changing between them; limit {n - 1}.",
+                {"count": n, "limit": n - 1, "tool": call.name})
 
     def _same_answer(self, call: ToolCallRequest):
         """A read-only tool asked again in other words (the arguments changed) for
@@ -412,6 +553,9 @@ class LoopGuard(BaseGuard):
             why, n, limit = "refused or left unanswered", refused, cfg.max_question_repeats
         elif len(similar) >= cfg.max_question_asks:
             why, n, limit = "asked and answered", len(similar), cfg.max_question_asks
+        elif similar and self.reasked >= cfg.max_reasks:
+            why, n, limit = "answered (and an answered question was already asked again)", len(similar), \
+                cfg.max_reasks
         else:
             return None
         message = (f"this question (or a rewording of it) was already {why} {n} time(s); limit {limit}. "
@@ -445,18 +589,13 @@ class LoopGuard(BaseGuard):
         st = self.sigs.get(sig)
         if st is None or st[2] == _TRANSIENT:
             return None                     # a transient failure is the retry budget's business
+        if len(st) > 7 and st[4] != self.progressed:
+            return None                     # something else made progress since: checking again is not a repeat
         cfg = self.config
-        limit = cfg.max_polls if st[2] == _POLL else cfg.max_identical
-        busy = self.polls.get(sig, (0,))[0] if st[2] == _POLL else 0
-        if busy >= cfg.max_busy_polls and st[1] > busy and f"identical:busy:{sig}" not in self.hinted:
-            # polled again and again without waiting: one hint, then the poll limit as usual
-            self._say("loop.identical.poll", count=st[1] + 1, tool=call.name, args=_short(call.arguments),
-                      limit=busy)
-            return ("identical", f"busy:{sig}",
-                    f"{_ordinal(st[1] + 1)} poll of {call.name} ({_short(call.arguments)}) with the same pending "
-                    f"answer and no wait between the last {busy + 1}; wait (a sleep tool, or longer) before the "
-                    "next one, or do something else meanwhile.",
-                    {"count": st[1] + 1, "limit": busy, "tool": call.name})
+        polled = st[2] == _POLL or (len(st) > 7 and self.waited > st[5] and not st[0].startswith("!"))
+        limit = cfg.max_polls if polled else cfg.max_identical
+        if len(st) > 7 and not polled and st[7] < limit:
+            return None                     # unchanged, but not with nothing else progressing between
         if st[1] < limit:
             return None
         n = st[1] + 1
@@ -481,6 +620,44 @@ class LoopGuard(BaseGuard):
                 "calling it again repeats the side effect (another record, message or charge). Use the result "
                 "you have; if it must be done again, say why first.",
                 {"count": done + 1, "limit": limit, "tool": call.name})
+
+    def _resend(self, call: ToolCallRequest, described: tuple):
+        """The last success of this side-effecting tool sent the same thing: the
+        same resources named, and either free text that only rewords it (at least
+        ``resend_similarity`` % alike, the same numbers in it, both at least
+        ``_MIN_CONTENT`` characters: "Bug A" / "Bug B" are two things) or other arguments
+        that differ only in a counter (``task_progress: "(2/1)"``) next to at least
+        ``_MIN_CONTENT`` characters of identical content. A re-sent message or a
+        rewrite of the same file is another side effect, not new work."""
+        prev_parts, prev_free, prev_rest = self.sent[call.name]
+        parts = described[3]
+        free, rest = split_free(parts)
+        if rest == prev_rest:
+            if min(len(free), len(prev_free)) < _MIN_CONTENT or free == prev_free \
+                    or _DIGITS_RE.findall(free) != _DIGITS_RE.findall(prev_free) \
+                    or _similarity(free, prev_free) < self.config.resend_similarity:
+                return None
+        elif free != prev_free or prev_parts.keys() != parts.keys():
+            return None
+        else:
+            differ = [k for k in parts if parts[k] != prev_parts[k]]
+            same = sum(len(parts[k]) for k in parts if parts[k] == prev_parts[k])
+            if same < _MIN_CONTENT or not all(not names_resource(k) and volatile_pair(prev_parts[k], parts[k])
+                                              for k in differ):
+                return None
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("duplicate_action", f"resend:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) sends what its last call already sent, in other words or "
+                "with only a counter changed: another copy, not new work. Use the one already sent.",
+                {"count": 2, "limit": 1, "tool": call.name})
+
+    def _refused_again(self, call: ToolCallRequest):
+        """The same call a person already refused ("User rejected permission")."""
+        self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
+        return ("identical", f"refused:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) was refused by the user; asking again with the same call "
+                "will not change the answer. Ask what they would accept, or explain what cannot be done.",
+                {"count": 2, "limit": 1, "tool": call.name})
 
     def _created(self, tool: str, parts: dict) -> None:
         """Remember the last successful create of a tool (its arguments) and how
@@ -530,71 +707,99 @@ class LoopGuard(BaseGuard):
                 "The results are complete: use what the earlier pages returned.",
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
+    def _past_end_now(self, call: ToolCallRequest, listing: list) -> Verdict:
+        n = listing[2]
+        self._say("loop.past_end", tool=call.name, args=_short(call.arguments), count=n)
+        found = ("past_end", call.name,
+                 f"{call.name} ({_short(call.arguments)}): {n} empty pages in a row, each promising more; "
+                 f"limit {self.config.max_empty_pages - 1}. The listing has nothing more to give: use what the "
+                 "earlier pages returned.",
+                 {"count": n, "limit": self.config.max_empty_pages - 1, "tool": call.name})
+        return self._ladder(*found)
+
     def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Verdict | None:
         """After a transient failure: the transient failures of this tool in a row
         (whatever its arguments: a backoff or attempt counter in them changes
-        nothing) against the budget. A retry made less than ``min_retry_gap_s``
-        after the last failure with no wait tool between hammers the service and
-        counts against ``max_immediate_retries``; the others against
-        ``max_transient_retries``. Within the budget nothing is said; the failure
-        that uses it up draws a hint (never a block); the next attempt stops."""
+        nothing). The ``retry_hint_after``-th draws a hint (a hint only: no
+        attempt within ``max_transient_retries`` retries is blocked or stopped;
+        the attempt after them is, see :meth:`_retry_spent`). A retry made less
+        than ``min_retry_gap_s`` after the last failure with no wait tool between
+        hammers the service and counts against ``max_immediate_retries``: the
+        failure that uses those up draws a hint and the next attempt stops."""
         cfg = self.config
         r = self.retries.get(tool)
         if r is None:
-            r = self.retries[tool] = [0, index, at_s, 0]
+            r = self.retries[tool] = [0, index, at_s, 0, -1]
             _bound(self.retries)
-        elif self.waited <= r[1] and at_s - r[2] < cfg.min_retry_gap_s:
-            r[3] += 1
+        else:
+            if len(r) < 5:
+                r.append(-1)
+            if self.waited > r[1]:
+                r[4] = self.waited              # backing off with a wait tool
+            elif at_s - r[2] < cfg.min_retry_gap_s:
+                r[3] += 1
         r[0] += 1
         r[1], r[2] = index, at_s
         retried = r[0] - 1
-        if retried < cfg.max_transient_retries and r[3] < cfg.max_immediate_retries:
-            return None
         hammering = r[3] >= cfg.max_immediate_retries
-        limit = cfg.max_immediate_retries if hammering else cfg.max_transient_retries
-        how = " in quick succession" if hammering else ""
+        key = f"retry_budget:{tool}"
+        if hammering:
+            limit, how = cfg.max_immediate_retries, " in quick succession"
+        elif (r[0] == cfg.retry_hint_after and r[4] < 0 or r[0] == cfg.max_transient_retries + 1) \
+                and key not in self.hinted and len(self.hinted) < cfg.max_hints:
+            limit, how = cfg.max_transient_retries, ""
+        else:
+            return None                     # within the budget nothing stops a retry
         self._say("loop.retry_budget", tool=call.name, args=_short(call.arguments), count=r[0], retries=retried,
                   limit=limit)
         found = ("retry_budget", tool,
-                 f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times; "
-                 f"{retried} retries{how} used the budget of {limit}. Do not retry it again now: "
-                 "tell the user the service is failing, use another source, or suggest trying later.",
+                 f"{call.name} ({_short(call.arguments)}) failed the same transient way {r[0]} times "
+                 f"({retried} retries{how}; the budget is {limit}). Do not keep retrying: tell the user the service "
+                 "is failing, use another source, or wait before one more attempt.",
                  {"count": r[0], "limit": limit, "tool": call.name})
         return self._ladder(*found)
 
     def _retry_spent(self, call: ToolCallRequest):
-        """An attempt at a tool whose retry budget was used up and hinted: the ladder's stop."""
-        if f"retry_budget:{call.name}" not in self.hinted or call.name not in self.retries:
+        """An attempt at a tool that failed transiently past its budget: ``max_transient_retries``
+        retries, or ``max_immediate_retries`` in quick succession after a hint about them."""
+        r = self.retries.get(call.name)
+        if r is None:
             return None
-        r = self.retries[call.name]
+        cfg = self.config
+        if r[0] - 1 < cfg.max_transient_retries and not (
+                r[3] >= cfg.max_immediate_retries and f"retry_budget:{call.name}" in self.hinted):
+            return None
         return ("retry_budget", call.name,
                 f"{call.name} ({_short(call.arguments)}): {r[0]} transient failures in a row and the retry budget "
-                "is used up; this attempt is not made.",
+                f"({cfg.max_transient_retries} retries) is used up; this attempt is not made.",
                 {"count": r[0] + 1, "limit": r[0] - 1, "tool": call.name})
 
     def _learn_irrelevant(self, tool: str, sig: str, parts: dict, rkey: str, data: Any, index: int,
-                          nothing: bool) -> str:
+                          nothing: bool, target: str) -> str:
         """Two calls of a read-only tool in a row that differ only in arguments whose
         values differ only in digits (a counter, a timestamp, a request uuid) and
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
         same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
-        self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if same and prev[0] != parts else 1]
+        # a rewording: other arguments, the same resources named (another region is not a rewording)
+        reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
+        self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
         _bound(self.last)
         if not same:
             return sig
         before = prev[0]
         diff = [k for k in before.keys() | parts.keys() if before.get(k) != parts.get(k)]
-        if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff):
-            return sig
+        if not 1 <= len(diff) <= 2 or not all(volatile_pair(before.get(k), parts.get(k)) for k in diff) \
+                or any(names_resource(k) or parts.get(k, "").isdigit() for k in diff):
+            return sig                      # an argument named for a resource (a line range, a page) never is
         known = self.irrelevant.setdefault(tool, [])
         known += [k for k in diff if k not in known]
         _bound(self.irrelevant)
         reduced = f"{tool}:{','.join(f'{k}={v}' for k, v in parts.items() if k not in known)}"
         st = self.sigs.get(reduced)
         if st is None or st[0] != rkey:
-            self.sigs[reduced] = [rkey, 1, _NORMAL, index]   # the earlier call, now under the reduced signature
+            self.sigs[reduced] = [rkey, 1, _NORMAL, index, self.progressed, index, 1, 1]   # the earlier call
         return reduced
 
     def _cycle(self, sig: str):
@@ -675,7 +880,8 @@ class LoopGuard(BaseGuard):
         if not failed:
             return None
         cfg = self.config
-        horizon = self.count - cfg.outage_window
+        # failures before a wait tool call do not block: waiting out an outage earns one probe
+        horizon = max(self.count - cfg.outage_window, self.waited + 1)
         own = failed.get(tool)
         family = _family(tool)
         signatures = {own[0]} if own else set()
@@ -696,13 +902,15 @@ class LoopGuard(BaseGuard):
         return None
 
     # -- helpers -------------------------------------------------------------------
-    def _kind(self, ctx: GuardContext, tool: str) -> tuple[bool, bool]:
-        """(side-effecting, a wait tool): the spec's ``side_effect`` when the run
-        has specs, else the verb in the name; computed once per tool."""
+    def _kind(self, ctx: GuardContext, tool: str) -> tuple[bool, bool, bool]:
+        """(side-effecting, a wait tool, a read by its name): the spec's
+        ``side_effect`` when the run has specs, else the verb in the name;
+        computed once per tool."""
         kind = self._kinds.get(tool)
         if kind is None:
             spec = next((s for s in ctx.tools if s.name == tool), None)
-            kind = (bool(spec is not None and spec.side_effect) or is_action_name(tool), is_wait_name(tool))
+            action = bool(spec is not None and spec.side_effect) or is_action_name(tool)
+            kind = (action, is_wait_name(tool), not action and is_read_name(tool))
             self._kinds[tool] = kind
         return kind
 
@@ -745,7 +953,10 @@ class LoopGuard(BaseGuard):
             if isinstance(event, AgentMessage) and event.kind == "question":
                 if self.asked and self.asked[-1][1] is None:
                     self.asked[-1][1] = True        # asked again before any reply: left unanswered
-                self.asked.append([sorted(Q.content(event.content)), None])
+                words = Q.content(event.content)
+                if any(Q.overlap(words, frozenset(q[0])) >= self.config.question_overlap for q in self.asked):
+                    self.reasked += 1               # a question asked again
+                self.asked.append([sorted(words), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
                 self.asked[-1][1] = Q.is_refusal(event.content)
         self.scanned = len(events)
@@ -763,7 +974,9 @@ class LoopGuard(BaseGuard):
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "polls": {k: list(v) for k, v in self.polls.items()},
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed,
+                "reasked": self.reasked, "sent": {k: [dict(v[0]), v[1], v[2]] for k, v in self.sent.items()},
+                "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -787,11 +1000,16 @@ class LoopGuard(BaseGuard):
         self.series = {k: list(v) for k, v in state.get("series", {}).items()}
         self.irrelevant = {k: list(v) for k, v in state.get("irrelevant", {}).items()}
         self.last = {k: [dict(v[0]), *v[1:]] for k, v in state.get("last", {}).items()}
-        self.polls = {k: list(v) for k, v in state.get("polls", {}).items()}
+        self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
+        self.progressed = int(state.get("progressed", 0))
+        self.reasked = int(state.get("reasked", 0))
+        self.sent = {k: [dict(v[0]), v[1], v[2]] for k, v in state.get("sent", {}).items()}
+        self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
 
 
 _MIN_CONTENT = 16   # characters of content that make two creates copies of one thing
+_DIGITS_RE = re.compile(r"\d+")
 
 
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size

@@ -35,7 +35,7 @@ import orjson
 from . import _delta
 from .connect import redact
 from .opening import StoreError
-from .queries import KEYS, RUN_TABLES, TABLES, keep_clause, pg, run_where
+from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -250,10 +250,11 @@ class PostgresStore:
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
-                   q: str | None = None) -> int:
+                   q: str | None = None, upto: int | None = None) -> int:
         where, params = run_where("postgresql", eval_id=eval_id, model=model, case_id=case_id, status=status,
                                   kind=kind, since=since, q=q)
-        return int(self._q("SELECT COUNT(*) FROM runs" + where, params)[0][0])
+        sql, args = capped_count(where, params, upto)
+        return int(self._q(sql, args)[0][0])
 
     def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
         ids = list(run_ids)

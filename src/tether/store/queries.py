@@ -97,6 +97,16 @@ def run_where(dialect: str, *, since: float | None = None, before: tuple[float, 
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
+def capped_count(where: str, params: list[Any], upto: int | None) -> tuple[str, tuple[Any, ...]]:
+    """The query counting the runs that match ``where``; with ``upto`` it stops past ``upto`` rows (answering
+    ``upto + 1``), so a listing's total costs the same at 1,000 runs and at 1,000,000 on either backend
+    (PostgreSQL has no cheap exact COUNT(*): it reads every row)."""
+    if upto is None:
+        return "SELECT COUNT(*) AS c FROM runs" + where, tuple(params)
+    return ("SELECT COUNT(*) AS c FROM (SELECT 1 FROM runs" + where + " LIMIT ?) AS capped",
+            (*params, int(upto) + 1))
+
+
 def _and(where: str, clause: str) -> str:
     return (where + " AND " if where else " WHERE ") + clause
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import orjson
 
 from . import _delta
-from .queries import run_where
+from .queries import capped_count, run_where
 
 SCHEMA_VERSION = 5
 
@@ -309,11 +309,13 @@ class SQLiteStore:
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
-                   q: str | None = None) -> int:
-        """How many runs match the filters of :meth:`list_runs`."""
+                   q: str | None = None, upto: int | None = None) -> int:
+        """How many runs match the filters of :meth:`list_runs`; with ``upto``, counting stops past that many
+        (the answer is then ``upto + 1``), so a listing's total costs the same at any store size."""
         where, params = run_where("sqlite", eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind,
                                   since=since, q=q)
-        return self._rows("SELECT COUNT(*) AS c FROM runs" + where, tuple(params))[0]["c"]
+        sql, args = capped_count(where, params, upto)
+        return self._rows(sql, args)[0]["c"]
 
     def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
         """run id -> (checkpoints, pending approvals), in two queries for the whole list."""

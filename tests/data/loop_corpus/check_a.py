@@ -117,8 +117,9 @@ def main():
     urls = set()
     zh = 0
     total = 0
-    for half in ("tuning", "heldout"):
-        folder = os.path.join(HERE, half, "a")
+    # the first split's two halves; both are tuning material since 2026-12-01 (README.md)
+    for half, sub in (("tuning", "a"), ("heldout", "a2")):
+        folder = os.path.join(HERE, "tuning", sub)
         if not os.path.isdir(folder):
             continue
         for name in sorted(os.listdir(folder)):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validate the round-2 held-out loop corpus (stdlib only) and print counts.
 
-Usage: python check.py [folder]   (default: sealed/ next to this file)
+Usage: python check.py [folder]   (default: the folder of this file)
 Exit status 1 if any file is invalid.
 """
 import collections
@@ -120,8 +120,8 @@ def check_file(path):
 
 
 def main(argv):
-    folder = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parent / "sealed"
-    files = sorted(folder.glob("*.json"))
+    folder = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parent
+    files = sorted(p for p in folder.glob("*.json") if p.name != "second_reader.json")
     if not files:
         print(f"no items in {folder}")
         return 1

@@ -1,0 +1,88 @@
+"""The six loop families issue 25 names, pinned on the blind tuning items (the
+writers' own family labels, never an item id), through the reference stack
+offline. Each family holds loops the guards must catch by the writer's
+deadline (``trip_by``) and look-alikes they must leave alone.
+
+The writers named their families independently, so one issue family maps to
+the labels each writer used for it.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from guard_quality import default_folders, load_corpus, measure  # noqa: E402
+
+from tether.events import ToolResultEvent  # noqa: E402
+from tether.guards._calls import is_transient  # noqa: E402
+from tether.guards.stacks import guard_stack  # noqa: E402
+
+# issue family -> (writers' labels, loop items that may be missed, hints allowed on ok items)
+FAMILIES = {
+    # an empty page past the end on a new page number, has_more false, a cursor that does not advance
+    "paging past the end": ({"pagination-past-end", "pagination"}, 1, 0),
+    # the same create again and again, a fresh id each time
+    "repeated creates": ({"repeated-create", "duplicate-create"}, 0, 0),
+    # the same results in another order
+    "reordered results": ({"reordered-results", "result-reorder"}, 0, 0),
+    # retries with backoff: never blocked or stopped within the budget; a hint at most
+    "retry with backoff": ({"transient-retry", "retry-backoff"}, 0, 2),
+    # validation errors fixed one by one: each new error is progress
+    "errors that change": ({"validation-errors", "fix-iteration", "error-progress"}, 1, 0),
+    # a message re-sent after an acknowledgement that says queued / accepted
+    "re-sent after an acknowledgement": ({"resend-acked-message", "send-after-ack", "resend-vs-poll"}, 1, 0),
+}
+
+
+@pytest.fixture(scope="module")
+def tuning():
+    items = load_corpus(default_folders(), "tuning")
+    if not items:
+        pytest.skip("no tuning items under tests/data/loop_corpus/tuning")
+    return items
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_family_is_caught_and_its_look_alikes_left_alone(tuning, family):
+    labels, may_miss, hints = FAMILIES[family]
+    items = [i for i in tuning if i.family in labels]
+    m = measure(items, guard_stack("on"))
+    assert m["loops"] >= 4 and m["oks"] >= 4, (family, m["loops"], m["oks"])     # the family is in the corpus
+    assert m["loops"] - m["caught"] <= may_miss, m["missed"]
+    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
+    assert len(m["hints"]) <= hints, m["hints"]
+
+
+def _transient_run_then_success(item) -> int:
+    """The longest run of transient failures of one tool that ends in a success
+    of that tool (0 if none)."""
+    longest, runs = 0, {}
+    from tether.events import ToolCallEvent
+
+    calls = {e.call_id: e.tool for e in item.trajectory if isinstance(e, ToolCallEvent)}
+    for e in item.trajectory:
+        if not isinstance(e, ToolResultEvent):
+            continue
+        tool = calls.get(e.call_id, e.tool)
+        if e.ok:
+            longest = max(longest, runs.pop(tool, 0))
+        elif is_transient(e):
+            runs[tool] = runs.get(tool, 0) + 1
+        else:
+            runs.pop(tool, None)
+    return longest
+
+
+def test_a_retry_that_succeeds_within_the_budget_is_never_blocked_or_stopped(tuning):
+    """By behaviour, whatever the family: every legitimate run in which a tool
+    failed transiently up to 4 times in a row and then succeeded (tether's own
+    HTTP client makes 4 attempts; botocore's legacy mode 5) draws no block and
+    no stop."""
+    retried = [i for i in tuning if i.label == "ok" and 1 <= _transient_run_then_success(i) <= 4]
+    assert len(retried) >= 8, len(retried)
+    m = measure(retried, guard_stack("on"))
+    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
