@@ -143,7 +143,7 @@ def test_view_serves_the_store_in_chromium(evaluated, browser, tmp_path):
         row = page.locator("#evals tr").nth(1)
         assert row.locator("td.models").inner_text().split() == ["policy:stubborn", "policy:steady"]
         assert "off, on" in row.inner_text()
-        dims = row.locator("td.rates div").first.locator(".rate").evaluate_all("els => els.map(e => e.dataset.dim)")
+        dims = row.locator("td.rates div").first.locator(".dimrate").evaluate_all("els => els.map(e => e.dataset.dim)")
         assert dims == ["LD", "DR", "PA", "AR"]
         assert row.locator("td.rates div").count() == 4                  # 2 models x 2 guard settings
         page.locator("#evals a").first.click()
