@@ -7,7 +7,8 @@ import re
 
 from typer.testing import CliRunner
 
-from tether.cli import app
+from tether.cli import _common, app  # noqa: F401  (the CLI's consoles exist before a test sets COLUMNS:
+#                                        Rich reads COLUMNS once, when a console is made)
 from tether.evals import load_suite
 
 runner = CliRunner()

@@ -9,7 +9,8 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tether.cli import app
+from tether.cli import _common, app  # noqa: F401  (the CLI's consoles exist before a test sets COLUMNS:
+#                                        Rich reads COLUMNS once, when a console is made)
 from tether.report.html.server import Viewer
 from tether.store import SQLiteStore
 

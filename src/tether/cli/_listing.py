@@ -120,22 +120,25 @@ def emit(listing: Listing, fmt: Format | None) -> None:
     from rich.cells import cell_len
 
     cells = [[c.text(row.get(c.key)) for c in listing.columns] for row in listing.rows]
-    needed = 0
+    least = 0                  # what the table needs at the least: its ids whole, the other headers' words
     for i, c in enumerate(listing.columns):
         header = c.header or c.key
         widest = max((cell_len(line) for row in cells for line in row[i].splitlines()), default=0)
-        # an id keeps its whole width; another column folds, down to its header's longest word
-        least = widest if c.whole else min(max(widest, *(cell_len(w) for w in header.split())), 12)
-        needed += max(least, 1) + 3
+        least += 3 + (max(widest, cell_len(header)) if c.whole else max(4, *(cell_len(w) for w in header.split())))
+        # an id never folds; another column wraps between words
         table.add_column(header, overflow="fold", justify="right" if c.right else "left",
-                         no_wrap=c.whole, min_width=least)
+                         no_wrap=c.whole, min_width=max(widest, cell_len(header)) if c.whole else None)
     for row_cells in cells:
         table.add_row(*row_cells)
-    # never narrower than the ids need: past the terminal's width the terminal wraps the line
-    if needed > console.width:
+    if least > console.width:
+        # narrower than that, every row on one line at its natural width: the terminal
+        # wraps the line, never a cell
+        from rich.measure import Measurement
+
         from .._terminal import clean_console
 
-        clean_console(file=console.file, width=needed, force_terminal=console.is_terminal,
+        width = max(Measurement.get(console, console.options.update(width=10_000), table).maximum, least)
+        clean_console(file=console.file, width=width, force_terminal=console.is_terminal,
                       color_system=console.color_system).print(table)
     else:
         console.print(table)

@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..store import open_store
 from ..store.export import export_run, import_run, load_run
 from ._common import console, data_json, err_console, user_errors
-from ._listing import Column, FormatOpt, Listing, emit
+from ._listing import Column, Format, FormatOpt, Listing, emit, resolve
 from ._transcript import render_transcript
 
 app = typer.Typer(
@@ -134,12 +134,38 @@ def list_evals(
         rows = eval_rows(found, db.eval_overview([e["eval_id"] for e in found]))
     note = (f"{len(rows)} eval(s) in {db.where}" + (f"; older ones: --before {rows[-1]['eval']}" if more else "")
             if rows else f"no evals in {db.where}")
+    if resolve(fmt) is Format.table:          # for a person: one line per subject, a column per dimension
+        emit(_evals_table(rows, note), Format.table)
+        return
     emit(Listing("evals", [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
                            Column("models", show="\n".join, whole=True), Column("guards", show=", ".join),
                            Column("runs", right=True), Column("errors", right=True),
                            Column("subjects", "rate per dimension",
                                   show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
                  rows, notes=[note], extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
+
+
+def _evals_table(rows: list[dict], note: str) -> Listing:
+    """The evals as a table: each subject (model x guards) on its own line under its eval,
+    its rate per dimension in a column of its own (the suite's order)."""
+    from ..evals.metrics import in_suite_order
+
+    suites = {r["suite"] for r in rows}
+    dims = in_suite_order(next(iter(suites)) if len(suites) == 1 else "",
+                          (d for r in rows for x in r["subjects"] for d in x["rates"]))
+    lines = []
+    for r in rows:
+        first = {"eval": r["eval"] + ("" if r["status"] == "finished" else f" ({r['status']})"),
+                 "created": r["created"][5:16], "errors": r["errors"]}
+        for i, x in enumerate(r["subjects"] or [{"model": ", ".join(r["models"]), "guards": ", ".join(r["guards"]),
+                                                  "rates": {}}]):
+            lines.append((first if i == 0 else {}) | {"model": x["model"], "guards": x["guards"],
+                                                      **{d: x["rates"].get(d, {}).get("text", "") for d in dims}})
+    blank = lambda v: "" if v is None else str(v)   # noqa: E731 (a continuation line leaves the eval's cells empty)
+    columns = [Column("eval", whole=True, show=blank), Column("created", show=blank),
+               Column("model", whole=True), Column("guards"), *(Column(d, right=True) for d in dims),
+               Column("errors", right=True, show=blank)]
+    return Listing("evals", columns, lines, notes=[note])
 
 
 @app.command("approvals", help="List approvals, newest first: the calls waiting for a person (`--status pending`, "
