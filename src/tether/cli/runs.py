@@ -138,7 +138,7 @@ def list_evals(
         emit(_evals_table(rows, note), Format.table)
         return
     emit(Listing("evals", [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
-                           Column("models", show="\n".join, whole=True), Column("guards", show=", ".join),
+                           Column("models", show=", ".join), Column("guards", show=", ".join),
                            Column("runs", right=True), Column("errors", right=True),
                            Column("subjects", "rate per dimension",
                                   show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
