@@ -1,6 +1,7 @@
 """The LLM gateway against LiteLLM's proxy, side by side, in one run.
 
-    python benchmarks/gateway_bench.py [--conversations 100] [--waves 3] [--turns 5] [--delay 0.2]
+    python benchmarks/gateway_bench.py [--conversations 100,10] [--waves 3] [--turns 5] [--delay 0.2]
+                                       [--skip-litellm] [--rounds 1]
 
 One loopback model API (tests/gateway/llm_upstream.py, a fixed ``--delay`` per
 request to stand for the model's time) and, in front of it, each in its own
@@ -11,16 +12,18 @@ process:
 * ``litellm``: LiteLLM's proxy (``pip install 'litellm[proxy]'``) as a plain
   pass-through to the same upstream (one model entry, no database, no callbacks).
 
-``--conversations`` agent loops run at once, each ``--turns`` non-streamed
-chat requests with a growing history (tool call, tool result, a new result
-each turn, so no guard trips), ``--waves`` times. The load generator is a lean
+``--conversations`` agent loops run at once (each level of the comma list in
+turn, on every target), each ``--turns`` non-streamed chat requests with a
+growing history (tool call, tool result, a new result each turn, so no guard
+trips), ``--waves`` times at 100 conversations (more waves at fewer, so each
+level makes about the same number of requests). The load generator is a lean
 keep-alive HTTP/1.1 client on asyncio streams, the same for every target.
 Reported per target: latency p50 / p99 per request, the latency the proxy adds
 over ``direct`` (p50, p99), requests per second, and the CPU time the proxy
 process spent per request (for ``direct``: the upstream's own), which the
 machine's other load does not change much. Everything shares this
 machine's cores, the client included: the numbers are for comparing targets
-within one run, not absolute.
+within one run, not absolute. The last lines printed are a Markdown table.
 """
 
 from __future__ import annotations
@@ -195,27 +198,37 @@ def litellm_command(upstream: str, port: int, folder: Path) -> list[str] | str:
     return [exe, "--config", str(config), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
 
 
+LABELS = {"direct": "direct (no proxy)", "tether-off": "tether gateway, guards off",
+          "tether-on": "tether gateway, guards on", "litellm": "LiteLLM proxy"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--conversations", type=int, default=100)
-    ap.add_argument("--waves", type=int, default=3)
+    ap.add_argument("--conversations", default="100,10",
+                    help="concurrent conversations, a comma list: each level is measured on every target")
+    ap.add_argument("--waves", type=int, default=3,
+                    help="waves at 100 conversations; fewer conversations get more waves (the same requests)")
     ap.add_argument("--turns", type=int, default=5)
     ap.add_argument("--delay", type=float, default=0.2, help="the upstream's time per request, seconds")
     ap.add_argument("--only", default="direct,tether-off,tether-on,litellm")
+    ap.add_argument("--skip-litellm", action="store_true", help="leave LiteLLM out (quick iterations)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure every target this many times, in alternating order (the machine's load drifts)")
     args = ap.parse_args()
+    levels = [int(c) for c in str(args.conversations).split(",") if c.strip()]
+    names = [n for n in args.only.split(",") if n and not (args.skip_litellm and n == "litellm")]
 
     folder = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
     up_port = free_port()
     upstream = f"http://127.0.0.1:{up_port}/v1"
     procs = [start([sys.executable, str(UPSTREAM), str(up_port), "--delay", str(args.delay)], up_port)]
-    results: dict[str, dict | str] = {}
+    results: dict[tuple[int, str, int], dict] = {}
+    missing: dict[str, str] = {}
     offset = 0
     targets: dict[str, tuple[int, str]] = {}
     pids: dict[str, int | None] = {"direct": procs[0].pid}
     try:
-        for name in args.only.split(","):
+        for name in names:
             port = free_port()
             if name == "direct":
                 targets[name] = (up_port, "/v1/chat/completions")
@@ -229,14 +242,14 @@ def main() -> None:
             elif name == "litellm":
                 cmd = litellm_command(upstream, port, folder)
                 if isinstance(cmd, str):
-                    results[name] = cmd
+                    missing[name] = cmd
                     continue
                 try:
                     procs.append(start(cmd, port, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
                                                        "LITELLM_TELEMETRY": "False"},
                                        log=folder / "litellm.log", timeout=600.0))
                 except RuntimeError as exc:
-                    results[name] = f"LiteLLM did not start ({exc}); see {folder / 'litellm.log'}"
+                    missing[name] = f"LiteLLM did not start ({exc}); see {folder / 'litellm.log'}"
                     continue
                 targets[name] = (port, "/v1/chat/completions")
                 pids[name] = procs[-1].pid
@@ -244,18 +257,20 @@ def main() -> None:
                 raise SystemExit(f"unknown target {name}")
         order = list(targets)
         for round_ in range(1, args.rounds + 1):
-            for name in (order if round_ % 2 else order[::-1]):
-                target_port, path = targets[name]
-                label = name if args.rounds == 1 else f"{name} #{round_}"
-                asyncio.run(load(target_port, path, min(10, args.conversations), 1, args.turns, 10**6 + offset))
-                offset += 1000
-                cpu = cpu_seconds(pids.get(name))
-                results[label] = asyncio.run(load(target_port, path, args.conversations, args.waves, args.turns,
-                                                  offset))
-                spent = cpu_seconds(pids.get(name)) - cpu
-                results[label]["cpu_ms"] = spent * 1000 / max(1, results[label]["requests"])
-                offset += args.conversations * args.waves
-                print(f"{label}: {results[label]}", file=sys.stderr, flush=True)
+            for conversations in levels:
+                waves = max(1, round(args.waves * 100 / conversations))
+                for name in (order if round_ % 2 else order[::-1]):
+                    target_port, path = targets[name]
+                    asyncio.run(load(target_port, path, min(10, conversations), 1, args.turns, 10**6 + offset))
+                    offset += 1000
+                    cpu = cpu_seconds(pids.get(name))
+                    r = asyncio.run(load(target_port, path, conversations, waves, args.turns, offset))
+                    r["cpu_ms"] = (cpu_seconds(pids.get(name)) - cpu) * 1000 / max(1, r["requests"])
+                    results[(conversations, name, round_)] = r
+                    offset += conversations * waves
+                    print(f"{conversations} conversations, {name}, round {round_}: "
+                          f"p50 {r['p50_ms']:.1f} ms, {r['rps']:.0f} req/s, {r['cpu_ms']:.2f} CPU ms/req, "
+                          f"{r['errors']} errors", file=sys.stderr, flush=True)
     finally:
         for p in procs:
             p.terminate()
@@ -265,26 +280,36 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    def baseline(label: str) -> dict | str | None:
-        return results.get("direct" + label[len(label.split(" ")[0]):])
-
-    print(f"\n{args.conversations} concurrent conversations x {args.turns} turns x {args.waves} waves, "
-          f"{args.rounds} round(s), "
-          f"upstream delay {args.delay * 1000:g} ms, {os.cpu_count()} CPU(s) shared with the client and upstream\n")
-    print("| target | requests | errors | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s | CPU ms/req |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, r in results.items():
-        if isinstance(r, str):
-            print(f"| {name} | {r} | | | | | | | |")
-            continue
-        base = baseline(name)
-        added = ((f"{r['p50_ms'] - base['p50_ms']:.2f}", f"{r['p99_ms'] - base['p99_ms']:.2f}")
-                 if isinstance(base, dict) and not name.startswith("direct") else ("-", "-"))
-        print(f"| {name} | {r['requests']} | {r['errors']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {added[0]} | "
-              f"{added[1]} | {r['rps']:.0f} | {r['cpu_ms']:.2f} |")
-    for name, r in results.items():
-        if isinstance(r, dict) and r["errors"]:
-            print(f"\n{name}: first error: {r['first_error']}")
+    command = "python benchmarks/gateway_bench.py " + " ".join(sys.argv[1:])
+    try:
+        load_avg = " (load average {:.1f} {:.1f} {:.1f} at the end)".format(*os.getloadavg())
+    except OSError:
+        load_avg = ""
+    print(f"\n`{command.strip()}`: {args.turns} turns per conversation, upstream delay {args.delay * 1000:g} ms, "
+          f"{args.rounds} round(s); {os.cpu_count()} CPU(s) shared by the client, the upstream and the proxy"
+          f"{load_avg}. Added: the target's latency minus the direct one at the same concurrency, same round. "
+          "CPU: the proxy process's CPU time per request (for direct: the upstream's own).\n")
+    print("| conversations | target | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s | CPU ms/req | errors |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for conversations in levels:
+        for round_ in range(1, args.rounds + 1):
+            base = results.get((conversations, "direct", round_))
+            for name in order:
+                r = results.get((conversations, name, round_))
+                if r is None:
+                    continue
+                label = LABELS.get(name, name) + (f" #{round_}" if args.rounds > 1 else "")
+                if base is not None and name != "direct":
+                    added = f"{r['p50_ms'] - base['p50_ms']:.1f} | {r['p99_ms'] - base['p99_ms']:.1f}"
+                else:
+                    added = "- | -"
+                print(f"| {conversations} | {label} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {added} | "
+                      f"{r['rps']:.0f} | {r['cpu_ms']:.2f} | {r['errors']} |")
+    for name, why in missing.items():
+        print(f"\n{LABELS.get(name, name)}: not measured: {why}")
+    for key, r in results.items():
+        if r["errors"]:
+            print(f"\n{key[1]} at {key[0]} conversations: first error: {r['first_error']}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@
     TETHER_EXAMPLE_POLICY=stubborn tether eval c4 --agent examples/agents/langchain_agent.py:build --guards on
 
 The agent is built with ``langchain.agents.create_agent``; tether's
-:class:`~tether.adapters.langchain.TetherMiddleware` is added to its middleware
-for each run. The chat model is :class:`~tether.adapters.langchain.TetherChatModel`
+:class:`~tether.adapters.TetherMiddleware` is added to its middleware
+for each run. The chat model is :class:`~tether.adapters.TetherChatModel`
 deciding with one of tether's calibration policies (``steady`` by default;
 ``stubborn`` repeats a failing call, so ``--guards on`` stops it inside
 LangChain's loop). Swap in any chat model (``init_chat_model("openai:gpt-4.1-mini")``).
@@ -17,7 +17,7 @@ import os
 
 from langchain.agents import create_agent
 
-from tether.adapters.langchain import LangChainAgent, TetherChatModel
+from tether.adapters import LangChainAgent, TetherChatModel
 from tether.models import resolve_model
 
 

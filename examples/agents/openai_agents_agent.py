@@ -19,9 +19,9 @@ import os
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, set_tracing_disabled
 from openai import AsyncOpenAI
 
-from tether.adapters.openai_agents import OpenAIAgentsAgent, tether_responder
+from tether.adapters import OpenAIAgentsAgent, tether_responder
 from tether.models import resolve_model
-from tether.testing.fake_openai import FakeOpenAIServer
+from tether.testing import FakeOpenAIServer
 
 
 def build(policy: str | None = None) -> OpenAIAgentsAgent:

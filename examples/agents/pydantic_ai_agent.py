@@ -16,7 +16,7 @@ import os
 
 from pydantic_ai import Agent
 
-from tether.adapters.pydantic_ai import PydanticAIAgent, tether_function_model
+from tether.adapters import PydanticAIAgent, tether_function_model
 from tether.models import resolve_model
 
 

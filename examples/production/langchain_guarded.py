@@ -22,7 +22,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import ToolException, tool
 from langchain_openai import ChatOpenAI
 
-from tether.adapters.langchain import TetherMiddleware
+from tether.adapters import TetherMiddleware
 
 SYSTEM_PROMPT = ("You are Acme's order-support agent. Look orders up with order_status before you answer, "
                  "quote the refund policy when asked, and never promise what the tools did not confirm.")

@@ -21,7 +21,7 @@ import sys
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
-from tether.adapters.openai_agents import guard_runs
+from tether.adapters import guard_runs
 
 INSTRUCTIONS = ("You are Acme's order-support agent. Look orders up with order_status before you answer, "
                 "quote the refund policy when asked, and never promise what the tools did not confirm.")

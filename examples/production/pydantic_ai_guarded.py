@@ -23,7 +23,7 @@ from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from tether.adapters.pydantic_ai import TetherGuard
+from tether.adapters import TetherGuard
 
 INSTRUCTIONS = ("You are Acme's order-support agent. Look orders up with order_status before you answer, "
                 "quote the refund policy when asked, and never promise what the tools did not confirm.")

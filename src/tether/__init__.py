@@ -74,7 +74,7 @@ if False:  # pragma: no cover - for type checkers and IDEs only
     from .status import TerminalStatus
     from .tools import Tool, ToolResult, ToolSet, tool
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "Agent",

@@ -32,7 +32,7 @@ Three families are kept apart (see STYLE.md item 5)::
         └── RunAborted             the run must not go on; the loop records it and re-raises
             ├── LeaseLost          another process took over the run's lease (nothing more is written)
             ├── ResumeDiverged     a run resumed by replay did not repeat its record
-            └── Mismatch           replay: the run departed from its recording (also an AssertionError)
+            └── Mismatch           replay: the run departed from its recording (also an AssertionError; mismatch.py)
                 ├── ModelRequestMismatch
                 ├── ToolNameMismatch
                 ├── ToolArgumentsMismatch
@@ -214,7 +214,7 @@ class RunStop(LoopSignal):
         self.status = status
         self.reply = reply
         self.reason = reason
-        self.verdict = verdict      # the guard's Verdict, when a guard stopped the run
+        self.verdict = verdict      # the guard's Intervention, when a guard stopped the run
         self.result = result        # the tool result to record, when a gate stopped it at a tool call
         self.requeue = requeue      # the call is asked again when the run resumes (a pending approval)
         super().__init__(f"run stopped ({status}): {reason}")

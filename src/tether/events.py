@@ -543,7 +543,7 @@ def message_delta(previous: list[Message], current: list[Message]) -> tuple[int,
     """(messages of ``previous`` kept as a prefix, messages appended after them)."""
     keep = 0
     for a, b in zip(previous, current):
-        if a != b:
+        if a is not b and a != b:      # the same objects, request after request, in a growing conversation
             break
         keep += 1
     return keep, list(current[keep:])

@@ -138,14 +138,14 @@ async def check_budget_stops_before_the_call(make_agent, cases) -> None:
 
 async def check_blocked_call_is_read_by_the_model(make_agent, cases) -> None:
     """A guard's block is not a stop: the framework's model reads it as the call's result."""
-    from tether.guards import BaseGuard, Verdict
+    from tether.guards import BaseGuard, Intervention
     from tether.models import resolve_model
 
     class NoFlights(BaseGuard):
         name = "no_flights"
 
         def before_tool(self, ctx, call):
-            return Verdict("block", "no_flights", "flights are off today") if call.name == "search_flights" else None
+            return Intervention("block", "no_flights", "flights are off today") if call.name == "search_flights" else None
 
     model = Recording(resolve_model("policy:steady"))
     score, result = await run_c4_case(make_agent(model), cases["C4-LD-01"], extra_guards=(NoFlights(),))

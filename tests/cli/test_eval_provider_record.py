@@ -227,12 +227,12 @@ def test_retries_are_listed_as_attempts_and_only_the_answer_counts_as_latency():
     answering attempt's time on the wire, not the failed attempt plus the backoff."""
     from tether import ToolSet, run_agent_sync
     from tether.models import resolve_model
-    from tether.models.openai_compat import ModelOptions, RetryPolicy
+    from tether.models.openai_compat import ModelOptions, RetryOptions
 
     with FakeOpenAIServer() as server, allow_model_requests():
         server.add_server_error(503).add_text("好的。")
         model = resolve_model(server.spec())
-        model.options = ModelOptions(retry=RetryPolicy(initial_backoff=0.3, jitter=False), max_tokens=16)
+        model.options = ModelOptions(retry=RetryOptions(initial_backoff=0.3, jitter=False), max_tokens=16)
         result = run_agent_sync(model, ToolSet(), message="你好")
     (d,) = _decisions(result.trajectory)
     assert [a["outcome"] for a in d.attempts] == ["HTTP 503", "HTTP 200"]

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tether.cli import app
-from tether.diff import POLICIES, diff_results, load_results
+from tether.diff import CHANGE_TYPES, diff_results, load_results
 
 runner = CliRunner()
 
@@ -77,7 +77,7 @@ def test_summary_lists_flips_first_with_statistics(docs):
 def test_prompt_change_type_fails_listing_violations(docs):
     res = run("diff", docs / "s.json", docs / "t.json", "--change-type", "prompt", "-q", "--json", docs / "p.json")
     assert res.exit_code == 1
-    assert "prompt (文案 Prompt) policy:" in res.output and "forbidden difference(s)" in res.output
+    assert "change type prompt (文案 Prompt):" in res.output and "forbidden difference(s)" in res.output
     assert 'C4-LD-01 trial 0: args: call #3 search_flights.date: "下周五" -> "2026-04-17"' in res.output
     assert "C4-LD-01 trial 0: terminal: status step_limit -> completed" in res.output
     rules = {v["rule"] for v in load_diff(docs / "p.json")["violations"]}
@@ -93,7 +93,7 @@ def test_the_reverse_change_is_a_regression_for_a_model_upgrade(docs):
 
 
 def test_a_run_against_itself_has_no_differences_under_every_change_type(docs):
-    for change_type in POLICIES:
+    for change_type in CHANGE_TYPES:
         res = run("diff", docs / "t.json", docs / "t.json", "-t", change_type, "--json", docs / "self.json")
         assert res.exit_code == 0, res.output
         assert "no forbidden differences" in res.output and "0 flipped" in res.output

@@ -1,7 +1,8 @@
 import pytest
 
 from tether import Decision, FunctionModel, ModelResponse, RunConfig, ToolSet, Usage, run_agent_sync, tool
-from tether.guards.budget import Budget, BudgetGuard, estimate_tokens
+from tether.guards.budget import Budget, BudgetGuard
+from tether.models.tokens import estimate_tokens
 
 
 @tool(description="search")

@@ -34,7 +34,7 @@ from tether.evals import load_suite
 from tether.evals.runner import REFERENCE_SYSTEM_PROMPT, EvalConfig, case_world, run_trial
 from tether.messages import DecisionKind, Message
 from tether.models import ModelRequest, allow_model_requests, resolve_model
-from tether.models.openai_compat import ModelOptions, OpenAIChatModel, RetryPolicy
+from tether.models.openai_compat import ModelOptions, OpenAIChatModel, RetryOptions
 
 pytestmark = pytest.mark.localmodel
 
@@ -211,7 +211,7 @@ def _model(server: LlamaServer, **extra_body) -> OpenAIChatModel:
     assert isinstance(model, OpenAIChatModel)
     # The spec's adapter, with options fit for a tiny CPU model: generous
     # timeout, one retry, greedy sampling, short answers.
-    model.options = ModelOptions(timeout=REQUEST_TIMEOUT_S, retry=RetryPolicy(max_retries=1),
+    model.options = ModelOptions(timeout=REQUEST_TIMEOUT_S, retry=RetryOptions(max_retries=1),
                                  temperature=0.0, max_tokens=128, extra_body=extra_body or None)
     return model
 

@@ -13,7 +13,7 @@ from tether import Decision, TerminalStatus, ToolSet, run_agent_sync, tool
 from tether.errors import ModelRequestsForbidden, UsageError
 from tether.messages import DecisionKind, Message, ToolCallRequest, ToolSpec
 from tether.models import ModelRequest, allow_model_requests, resolve_model
-from tether.models.anthropic import (AnthropicModel, ModelOptions, ProviderFailure, RetryPolicy, to_anthropic_messages,
+from tether.models.anthropic import (AnthropicModel, ModelOptions, ProviderFailure, RetryOptions, to_anthropic_messages,
                                     to_anthropic_tools)
 from tether.testing.fake_openai import FakeOpenAIServer
 
@@ -43,7 +43,7 @@ class Sleeps:
 
 def model_for(server, **retry) -> AnthropicModel:
     return AnthropicModel("claude-sonnet-4", base_url=server.anthropic_base_url,
-                          options=ModelOptions(timeout=5, retry=RetryPolicy(jitter=False, **retry), sleep=Sleeps()))
+                          options=ModelOptions(timeout=5, retry=RetryOptions(jitter=False, **retry), sleep=Sleeps()))
 
 
 SEARCH = ToolSpec(name="search", description="search the web",

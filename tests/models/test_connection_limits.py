@@ -8,7 +8,7 @@ import time
 
 from tether.messages import Message
 from tether.models import ModelRequest, allow_model_requests
-from tether.models._http import ModelOptions, RetryPolicy, default_connections
+from tether.models._http import ModelOptions, RetryOptions, default_connections
 from tether.models.openai_compat import OpenAIChatModel
 from tether.testing.fake_openai import FakeOpenAIServer
 
@@ -50,7 +50,7 @@ async def test_queued_requests_do_not_time_out_waiting_for_a_slot(monkeypatch):
         # 2.5 s timeout, and must still succeed (the timeout counts time on the wire;
         # the margins are wide so a loaded machine does not make the test flaky)
         model = OpenAIChatModel("m", base_url=server.base_url,
-                                options=ModelOptions(timeout=2.5, retry=RetryPolicy(max_retries=0)))
+                                options=ModelOptions(timeout=2.5, retry=RetryOptions(max_retries=0)))
         assert model.limit.n == 1
         with allow_model_requests():
             out = await asyncio.gather(*(model.request(_req()) for _ in range(4)))

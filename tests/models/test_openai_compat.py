@@ -16,7 +16,7 @@ from tether.errors import ModelFailure, ModelRequestsForbidden, ScriptExhausted,
 from tether.messages import DecisionKind, Message, ToolCallRequest, ToolSpec
 from tether.models import ModelRequest, allow_model_requests, known_prefixes, resolve_model
 from tether.models._http import parse_retry_after, redact
-from tether.models.openai_compat import (ModelOptions, OpenAIChatModel, ProviderFailure, RetryPolicy,
+from tether.models.openai_compat import (ModelOptions, OpenAIChatModel, ProviderFailure, RetryOptions,
                                          to_openai_messages)
 from tether.testing.fake_openai import FakeOpenAIServer, fake_openai_server
 
@@ -47,7 +47,7 @@ class Sleeps:
 
 
 def fast(retries: int = 2, *, timeout: float = 5.0, sleeps: Sleeps | None = None, **retry) -> ModelOptions:
-    return ModelOptions(timeout=timeout, retry=RetryPolicy(max_retries=retries, jitter=False, **retry),
+    return ModelOptions(timeout=timeout, retry=RetryOptions(max_retries=retries, jitter=False, **retry),
                         sleep=sleeps or Sleeps())
 
 

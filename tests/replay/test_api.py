@@ -18,7 +18,7 @@ def test_every_public_name_resolves():
 
 
 def test_importing_a_mismatch_does_not_load_the_players():
-    code = ("import sys, tether.replay.mismatch; "
+    code = ("import sys; from tether.replay import ToolArgumentsMismatch; "
             "assert 'tether.replay.session' not in sys.modules and 'tether.replay.player' not in sys.modules")
     env = {**os.environ, "PYTHONPATH": str(Path(tether.__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

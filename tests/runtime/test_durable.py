@@ -9,7 +9,7 @@ from tether import Decision, FunctionModel, RunConfig, ScriptedModel, Tool, Tool
 from tether.runtime.approvals import (
     ApprovalDecision,
     ApprovalGate,
-    ApprovalPolicy,
+    ApprovalRules,
     ApprovalRule,
     CallbackApprover,
     DeferredApprover,
@@ -158,8 +158,8 @@ def test_a_crash_retry_of_identical_effects_executes_each_once(tmp_path, crash_a
 
 
 def gate(fn, timeout=5.0, rules=None):
-    policy = ApprovalPolicy(rules or (ApprovalRule(("create_refund",), "涉及资金"),))
-    return ApprovalGate(policy, CallbackApprover(fn), timeout_s=timeout)
+    approval_rules = ApprovalRules(rules or (ApprovalRule(("create_refund",), "涉及资金"),))
+    return ApprovalGate(approval_rules, CallbackApprover(fn), timeout_s=timeout)
 
 
 def refund_twice_agent():
@@ -213,11 +213,11 @@ def test_modify_and_reject():
     assert len(refunds) == 1 and "人工拒绝执行" in r.trajectory.tool_results()[0].error
 
 
-def test_predicate_rule_and_seed_policy():
-    policy = ApprovalPolicy.seed_high_risk()
-    assert policy.match("batch_update", {"count": 101}) is not None
-    assert policy.match("batch_update", {"count": 100}) is None
-    assert policy.match("delete_user", {}) is not None and policy.match("get_order", {}) is None
+def test_predicate_rule_and_seed_rules():
+    rules = ApprovalRules.seed_high_risk()
+    assert rules.match("batch_update", {"count": 101}) is not None
+    assert rules.match("batch_update", {"count": 100}) is None
+    assert rules.match("delete_user", {}) is not None and rules.match("get_order", {}) is None
 
 
 def test_deferred_approval_pauses_then_continues_after_a_decision(tmp_path):
@@ -228,7 +228,7 @@ def test_deferred_approval_pauses_then_continues_after_a_decision(tmp_path):
         done = [m for m in req.messages if m.role == "tool" and json.loads(m.content)["ok"]]
         return Decision.final("退款已提交") if done else Decision.call("create_refund", {"order_id": "A100", "amount": 19900})
 
-    cfg = RunConfig(store=store, approvals=ApprovalGate(ApprovalPolicy.seed_high_risk(), DeferredApprover()))
+    cfg = RunConfig(store=store, approvals=ApprovalGate(ApprovalRules.seed_high_risk(), DeferredApprover()))
     paused = run_agent_sync(FunctionModel(agent), tools, message="退款", run_id="r3", config=cfg)
     assert paused.status == "needs_human" and refunds == []
     [pending] = store.approvals("r3", "pending")

@@ -8,7 +8,7 @@ from tether.errors import ScriptExhausted, UsageError
 from tether.events import ModelRequestEvent
 from tether.guards.budget import Budget, BudgetGuard
 from tether.guards.goal import Acceptance, GoalSpec
-from tether.guards import BaseGuard, Verdict
+from tether.guards import BaseGuard, Intervention
 from tether.guards.loop import LoopConfig, LoopGuard
 from tether.runtime import PlanStep, run_plan_execute_review, run_plan_execute_review_sync
 
@@ -205,7 +205,7 @@ class NoRefunds(BaseGuard):
 
     def before_tool(self, ctx, call):
         if call.name == "create_refund":
-            return Verdict("block", "policy.no_refunds", "refunds need approval")
+            return Intervention("block", "policy.no_refunds", "refunds need approval")
         return None
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from tether import Decision, FunctionModel, RunConfig, ScriptedModel, TerminalStatus, ToolSet, Turn, run_agent, run_agent_sync, tool
 from tether.errors import UsageError
-from tether.guards import BaseGuard, Verdict
+from tether.guards import BaseGuard, Intervention
 from tether.messages import ToolCallRequest
 
 
@@ -78,11 +78,11 @@ class CountingGuard(BaseGuard):
     def before_tool(self, ctx, call):
         n = len(ctx.trajectory.tool_calls(call.name))
         if n == 2:
-            return Verdict("hint", "repeat", "you repeated search_flights", {"count": n})
+            return Intervention("hint", "repeat", "you repeated search_flights", {"count": n})
         if n == 3:
-            return Verdict("block", "repeat", "third identical call blocked", {"count": n})
+            return Intervention("block", "repeat", "third identical call blocked", {"count": n})
         if n >= 4:
-            return Verdict("stop", "repeat", "4th call; limit 3", {"count": n, "limit": 3})
+            return Intervention("stop", "repeat", "4th call; limit 3", {"count": n, "limit": 3})
         return None
 
 
@@ -122,7 +122,7 @@ class StopWithFinishUp(BaseGuard):
 
     def before_tool(self, ctx, call):
         if len(ctx.trajectory.tool_calls(call.name)) >= 2:
-            return Verdict("stop", "repeat", "second call", {"count": 2}, finish_up=True)
+            return Intervention("stop", "repeat", "second call", {"count": 2}, finish_up=True)
         return None
 
 

@@ -1,6 +1,7 @@
 """Framework adapters: tether's guards, harness tools and recording inside other agents' loops.
 
-Each adapter is an optional extra, imported lazily:
+Each adapter is an optional extra, imported lazily (its names are on this face,
+``from tether.adapters import TetherMiddleware``):
 
 * :mod:`tether.adapters.pydantic_ai` (``pip install 'tether[pydantic-ai]'``): the
   ``TetherGuard()`` capability (``Agent(..., capabilities=[TetherGuard()])``);
@@ -19,9 +20,35 @@ same object runs the agent unchanged under ``tether eval --agent``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["framework_agent"]
+from .._faces import lazy_names
+
+# Each name loads its adapter (and so needs its extra) on first use; an adapter
+# imported without its extra says which one to install.
+_LAZY = {
+    "PydanticAIAgent": ".pydantic_ai",
+    "TetherGuard": ".pydantic_ai",
+    "tether_function_model": ".pydantic_ai",
+    "GuardedModel": ".openai_agents",
+    "OpenAIAgentsAgent": ".openai_agents",
+    "TetherRunner": ".openai_agents",
+    "guard_runs": ".openai_agents",
+    "tether_responder": ".openai_agents",
+    "LangChainAgent": ".langchain",
+    "TetherChatModel": ".langchain",
+    "TetherMiddleware": ".langchain",
+    "cassette": ".replay",
+}
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
+
+if TYPE_CHECKING:
+    from .langchain import LangChainAgent, TetherChatModel, TetherMiddleware
+    from .openai_agents import GuardedModel, OpenAIAgentsAgent, TetherRunner, guard_runs, tether_responder
+    from .pydantic_ai import PydanticAIAgent, TetherGuard, tether_function_model
+    from .replay import cassette
+
+__all__ = sorted(["framework_agent", *_LAZY])
 
 
 def framework_agent(obj: Any) -> Any:

@@ -1,6 +1,6 @@
 """The production core every framework adapter shares: one guarded run.
 
-A :class:`Guard` is the user's one line (its options: the guard stack, the
+A :class:`GuardOptions` holds what the user's one line sets (the guard stack, the
 store, the tools declared side-effecting, approvals). For each run of the
 framework's agent it opens a :class:`GuardedRun`: a :class:`RunSession`
 recorded in the store, or, inside ``tether eval`` / ``run_task``, the session
@@ -40,7 +40,7 @@ from ..status import TerminalStatus
 from ..tools import Tool, ToolResult, ToolSet
 from ._common import ASK_USER, CallIds, check_step_cap, remember, result_text, split_added
 
-__all__ = ["Failed", "Guard", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
+__all__ = ["Failed", "GuardOptions", "GuardedRun", "NativeTool", "ModelTurn", "run_sync", "provider_failure"]
 
 # The framework's own tool call in progress (set around each session.tool call):
 # how to run it, and where its own result is kept for the framework.
@@ -112,7 +112,7 @@ def _raw_text(value: Any) -> str:
 
 
 @dataclass
-class Guard:
+class GuardOptions:
     """What the one production line configures (the same for every framework).
 
     ``guards``: a stack spec (``on``, ``off``, ``loop,budget``) or guard objects
@@ -195,13 +195,13 @@ class Guard:
 _ATTACHED: "weakref.WeakKeyDictionary[Any, GuardedRun]" = weakref.WeakKeyDictionary()
 
 
-def attach(session: Any, task: Any = None, *, framework: str = "", guard: Guard | None = None,
+def attach(session: Any, task: Any = None, *, framework: str = "", guard: GuardOptions | None = None,
            ask_user: bool = True) -> "GuardedRun":
     """The GuardedRun of a session someone else drives (an eval trial): the
     case's tools go beside the agent's own, its prompt as ``task.system_prompt_mode`` says."""
     run = _ATTACHED.get(session)
     if run is None:
-        run = _ATTACHED[session] = GuardedRun(guard or Guard(guards="off", store=False), session,
+        run = _ATTACHED[session] = GuardedRun(guard or GuardOptions(guards="off", store=False), session,
                                               framework=framework, owned=False)
     if task is not None:
         run.case_prompt = task.system_prompt
@@ -232,7 +232,7 @@ def provider_failure(model: str, step: int, exc: BaseException) -> ModelFailure:
 class GuardedRun:
     """One run of a framework agent under tether (see the module docstring)."""
 
-    def __init__(self, guard: Guard, session: Any, *, framework: str, owned: bool,
+    def __init__(self, guard: GuardOptions, session: Any, *, framework: str, owned: bool,
                  start: tuple[str, str | None] | None = None):
         self.guard = guard
         self._session = session

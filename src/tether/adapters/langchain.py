@@ -34,7 +34,7 @@ from ..models import ModelRequest, ModelResponse
 from ..errors import ModelFailure, UsageError
 from ..runtime import AgentTask, RunSession
 from ._common import ASK_USER, decision_from, require
-from ._guarded import Guard, GuardedRun, attach, find_in, run_sync
+from ._guarded import GuardOptions, GuardedRun, attach, find_in, run_sync
 
 _EXTRA = "langchain"
 require("langchain.agents", _EXTRA)
@@ -158,7 +158,7 @@ class TetherMiddleware(AgentMiddleware):
     Each ``invoke`` / ``ainvoke`` / ``stream`` of the agent is a run in the store
     (``$TETHER_STORE`` or ``.tether/tether.db``); every model call and every tool
     call (the agent's own tools, MCP tools it mounts) goes through the guard
-    stack and the gates (options: :class:`tether.adapters._guarded.Guard`). A
+    stack and the gates (options: :class:`tether.adapters._guarded.GuardOptions`). A
     stop ends the agent's run with the finish-up answer as its last message.
     Inside ``tether eval`` the middleware joins the eval's run and adds the
     case's tools.
@@ -169,7 +169,7 @@ class TetherMiddleware(AgentMiddleware):
     def __init__(self, guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
                  name: str | None = None):
         super().__init__()
-        self.guard = Guard(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
+        self.guard = GuardOptions(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
                            name=name)
         self.tools = []
         self._runs: dict[str, GuardedRun] = {}

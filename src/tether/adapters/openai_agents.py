@@ -37,7 +37,7 @@ from ..models import Model, ModelRequest, ModelResponse
 from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession
 from ._common import ASK_USER, decision_from, require
-from ._guarded import Failed, Guard, GuardedRun, attach, find_in
+from ._guarded import Failed, GuardOptions, GuardedRun, attach, find_in
 
 _EXTRA = "openai-agents"
 require("agents", _EXTRA)
@@ -306,7 +306,7 @@ def _resolve_model(agent: Any, run_config: Any) -> Any:
 class TetherRunner(AgentRunner):
     """The Agents SDK's runner with tether around every run (see :func:`guard_runs`)."""
 
-    def __init__(self, guard: Guard, *, ask_user: bool = True):
+    def __init__(self, guard: GuardOptions, *, ask_user: bool = True):
         super().__init__()
         self.guard = guard
         self.ask_user = ask_user
@@ -359,12 +359,12 @@ def guard_runs(guards: Any = "on", *, store: Any = None, side_effects: Any = (),
 
     Each run is a run in the store (``$TETHER_STORE`` or ``.tether/tether.db``);
     every model request and every function tool call of the agent goes through
-    the guard stack and the gates (options: :class:`tether.adapters._guarded.Guard`).
+    the guard stack and the gates (options: :class:`tether.adapters._guarded.GuardOptions`).
     A stop ends the run with the finish-up answer as its ``final_output``. It
     installs a :class:`TetherRunner` as the SDK's default runner (``set_default_agent_runner``)."""
     from agents.run import set_default_agent_runner
 
-    runner = TetherRunner(Guard(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
+    runner = TetherRunner(GuardOptions(guards=guards, store=store, side_effects=tuple(side_effects), approvals=approvals,
                                 name=name))
     set_default_agent_runner(runner)
     return runner
@@ -390,7 +390,7 @@ class OpenAIAgentsAgent:
                                        for t in task.history]
         if task.message is not None:
             items.append({"role": "user", "content": task.message})
-        runner = TetherRunner(Guard(guards="off", store=False), ask_user=self.ask_user)
+        runner = TetherRunner(GuardOptions(guards="off", store=False), ask_user=self.ask_user)
         try:
             result = await runner.run(self.agent, items, run_config=self.run_config, max_turns=task.max_steps + 5)
         except Exception as exc:

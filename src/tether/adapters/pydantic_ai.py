@@ -32,7 +32,7 @@ from ..models import Model, ModelRequest, ModelResponse
 from ..errors import ModelFailure
 from ..runtime import AgentTask, RunSession, current_session
 from ._common import ASK_USER, decision_from, require
-from ._guarded import _ATTACHED, Guard, GuardedRun, attach, attached, find_in
+from ._guarded import _ATTACHED, GuardOptions, GuardedRun, attach, attached, find_in
 
 _EXTRA = "pydantic-ai"
 require("pydantic_ai", _EXTRA)
@@ -180,14 +180,14 @@ class TetherGuard(AbstractCapability[Any]):
     Each run of the agent is a run in the store (``$TETHER_STORE`` or
     ``.tether/tether.db``); every model request and every tool call (the agent's
     own tools, its MCP toolsets) goes through the guard stack and the gates
-    (see :class:`tether.adapters._guarded.Guard` for the options). A stop ends
+    (see :class:`tether.adapters._guarded.GuardOptions` for the options). A stop ends
     ``agent.run`` with the finish-up answer as its output. Inside ``tether
     eval`` the capability joins the eval's run and adds the case's tools.
     """
 
     def __init__(self, guards: Any = "on", *, store: Any = None, side_effects: Any = (), approvals: Any = None,
-                 name: str | None = None, ask_user: bool = True, _guard: Guard | None = None):
-        self.guard = _guard or Guard(guards=guards, store=store, side_effects=tuple(side_effects),
+                 name: str | None = None, ask_user: bool = True, _guard: GuardOptions | None = None):
+        self.guard = _guard or GuardOptions(guards=guards, store=store, side_effects=tuple(side_effects),
                                      approvals=approvals, name=name)
         self.ask_user = ask_user
         self.run: GuardedRun | None = None

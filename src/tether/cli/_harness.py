@@ -14,19 +14,11 @@ from ..evals.loader import find_case as find_suite_case
 from ..evals.loader import load_case
 from ..guards.budget import Budget, BudgetGuard
 from ..guards.stacks import guard_stack
-from ..runtime.approvals import (
-    ApprovalGate,
-    ApprovalPolicy,
-    ApprovalRule,
-    CLIApprover,
-    DeferredApprover,
-    PolicyApprover,
-)
+from ..runtime.approvals import APPROVERS, ApprovalGate, ApprovalRule, ApprovalRules, approver_named
 
 _BUDGET_KEYS = {"tool_calls": "max_tool_calls", "model_calls": "max_model_calls", "seconds": "max_seconds",
                 "tokens": "max_total_tokens", "input_tokens": "max_input_tokens", "output_tokens": "max_output_tokens",
                 "cost": "max_cost"}
-APPROVERS = ("deferred", "cli", "deny", "allow")
 MAX_BUDGET = 1e12         # any --budget value (tool calls, tokens, seconds, cost)
 
 
@@ -105,6 +97,4 @@ class RunSpec:
         if not self.approve:
             return None
         rule = ApprovalRule(tuple(self.approve), f"tools matching {', '.join(self.approve)} need approval (--approve)")
-        chosen = {"deferred": DeferredApprover(), "cli": CLIApprover(), "deny": PolicyApprover("reject"),
-                  "allow": PolicyApprover("approve")}[name]
-        return ApprovalGate(ApprovalPolicy((rule,)), chosen)
+        return ApprovalGate(ApprovalRules((rule,)), approver_named(name))

@@ -10,12 +10,12 @@ from typing import Annotated, Optional
 import typer
 
 from ..diff import (
-    POLICIES,
+    CHANGE_TYPES,
     ResultsFile,
     SideEffects,
     TrajectoryDiff,
     accept_baseline,
-    check_policy,
+    check_change_type,
     diff_results,
     diff_trajectories,
     find_baseline,
@@ -30,7 +30,7 @@ from ._listing import Column, FormatOpt, Listing, emit
 DIFF_FORMAT = "tether.diff"
 
 
-class ChangeType(StrEnum):
+class ChangeTypeChoice(StrEnum):
     prompt = "prompt"
     tool_schema = "tool_schema"
     model = "model"
@@ -43,7 +43,7 @@ HELP = """Compare two runs part by part: step, args, recovery, terminal, text.
 
 BASE and NEW are each a results document (tether eval --json) or a single run export (tether runs export RUN > run.jsonl). For results, each trial's run is read from the store the results name (or --store), checked against the digest the results pinned, and every case is compared: verdict flips first, then per trial the tool sequence (added / removed / moved calls), changed arguments, how failures were handled, the terminal status and the final reply; then a summary with flipped cases, per-dimension rates and pass@1.
 
-With --change-type, the differences that change type forbids are listed and the exit code is 1 when there is any (0 otherwise; 2 on usage errors). Tools named with --side-effect, and tools whose names start with create_, submit_, update_, delete_, send_, pay_ or refund, count as side-effecting. See docs/diff.md for the policy table.
+With --change-type, the differences that change type forbids are listed and the exit code is 1 when there is any (0 otherwise; 2 on usage errors). Tools named with --side-effect, and tools whose names start with create_, submit_, update_, delete_, send_, pay_ or refund, count as side-effecting. See docs/diff.md for the change-type table.
 
 Examples:
 
@@ -68,7 +68,7 @@ Examples:
 def diff_command(
     paths: Annotated[list[Path], typer.Argument(help="BASE NEW (results JSON or trace JSONL); with --baseline, NEW only",
                                                 metavar="BASE NEW", show_default=False)],
-    change_type: Annotated[Optional[ChangeType], typer.Option("--change-type", "-t", help="the kind of change made; exit 1 when the diff holds a difference it forbids")] = None,
+    change_type: Annotated[Optional[ChangeTypeChoice], typer.Option("--change-type", "-t", help="the kind of change made; exit 1 when the diff holds a difference it forbids")] = None,
     base_model: Annotated[Optional[str], typer.Option(help="model of the base run, when BASE holds several")] = None,
     new_model: Annotated[Optional[str], typer.Option(help="model of the new run, when NEW holds several")] = None,
     base_guards: Annotated[Optional[str], typer.Option(help="guard stack of the base run, when BASE holds several")] = None,
@@ -101,18 +101,18 @@ def diff_command(
                 raise UsageError(f"no case matches {', '.join(case)}")
         else:
             diff = diff_trajectories(base, new)  # type: ignore[arg-type]
-        policy = POLICIES[change_type.value] if change_type else None
-        violations = check_policy(diff, policy, side_effects=SideEffects(frozenset(side_effect or ()))) if policy else []
+        rules = CHANGE_TYPES[change_type.value] if change_type else None
+        violations = check_change_type(diff, rules, side_effects=SideEffects(frozenset(side_effect or ()))) if rules else []
     if isinstance(diff, TrajectoryDiff):
         render_trajectory_diff(diff, console, title=f"{paths[-2] if len(paths) > 1 else 'base'} -> {paths[-1]}")
     else:
         render_results_diff(diff, console, quiet=quiet)
-    if policy is not None:
+    if rules is not None:
         console.print()
-        render_violations(policy, violations, console)
+        render_violations(rules, violations, console)
     if json_path:
         doc = {"format": DIFF_FORMAT, "version": 1, "kind": "trajectory" if isinstance(diff, TrajectoryDiff) else "results",
-               "change_type": policy.name if policy else None, "diff": diff.model_dump(mode="json"),
+               "change_type": rules.name if rules else None, "diff": diff.model_dump(mode="json"),
                "violations": [v.model_dump(mode="json") for v in violations]}
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")

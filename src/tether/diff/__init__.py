@@ -18,15 +18,15 @@ from .parts import (
     TextDiff,
     TrajectoryDiff,
 )
-from .policies import (
+from .change_types import (
     DEFAULT_SIDE_EFFECT_PREFIXES,
-    POLICIES,
-    ChangePolicy,
+    CHANGE_TYPES,
+    ChangeType,
     Rule,
     SideEffects,
     Violation,
-    check_policy,
-    get_policy,
+    check_change_type,
+    get_change_type,
 )
 from .results import CaseDiff, ResultsDiff, TrialDiff, diff_results
 from .trajectory import diff_trajectories
@@ -36,9 +36,9 @@ __all__ = [
     "ArgsDiff",
     "BaselineEntry",
     "CaseDiff",
-    "ChangePolicy",
+    "ChangeType",
     "DEFAULT_SIDE_EFFECT_PREFIXES",
-    "POLICIES",
+    "CHANGE_TYPES",
     "RecoveryDiff",
     "RecoveryStats",
     "ResultsDiff",
@@ -53,11 +53,11 @@ __all__ = [
     "TrialDiff",
     "Violation",
     "accept_baseline",
-    "check_policy",
+    "check_change_type",
     "diff_results",
     "diff_trajectories",
     "find_baseline",
-    "get_policy",
+    "get_change_type",
     "list_baselines",
     "load_input",
     "load_results",

@@ -18,7 +18,9 @@ Assessment = Literal["better", "worse", "neutral"]
 TerminalKind = Literal["same", "improved", "regressed", "changed"]
 
 
-class Call(BaseModel):
+class ComparedCall(BaseModel):
+    """One tool call as the diff aligns and compares it."""
+
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     # Side-effecting, as the run's record says (its tool specs, its ledger); None: the record does not say
@@ -63,8 +65,8 @@ class CountChange(BaseModel):
 
 
 class StepDiff(BaseModel):
-    base_calls: list[Call] = Field(default_factory=list)
-    new_calls: list[Call] = Field(default_factory=list)
+    base_calls: list[ComparedCall] = Field(default_factory=list)
+    new_calls: list[ComparedCall] = Field(default_factory=list)
     changes: list[StepChange] = Field(default_factory=list)
     counts: list[CountChange] = Field(default_factory=list)
 

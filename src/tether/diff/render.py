@@ -1,4 +1,4 @@
-"""Terminal rendering of diffs and policy violations (readable at 80 columns)."""
+"""Terminal rendering of diffs and the differences a change type forbids (readable at 80 columns)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from .policies import ChangePolicy, Violation
+from .change_types import ChangeType, Violation
 from .results import CaseDiff, PairedComparison, ResultsDiff, TrialDiff, VerdictChange
 from .parts import MetricChange, TrajectoryDiff
 
@@ -197,14 +197,14 @@ def render_paired(p: PairedComparison, console: Console) -> None:
         console.print(Text("    no case changed", style="dim"), highlight=False)
 
 
-def render_violations(policy: ChangePolicy, violations: list[Violation], console: Console) -> None:
-    head = Text(f"{policy.name} ({policy.label}) policy: ", style="bold")
+def render_violations(change_type: ChangeType, violations: list[Violation], console: Console) -> None:
+    head = Text(f"change type {change_type.name} ({change_type.label}): ", style="bold")
     if not violations:
         head.append("no forbidden differences", style="green")
         console.print(head, highlight=False)
         return
     head.append(f"{len(violations)} forbidden difference(s)", style="bold red")
-    head.append(f" · forbids {', '.join(policy.forbids)}", style="dim")
+    head.append(f" · forbids {', '.join(change_type.forbids)}", style="dim")
     console.print(head, highlight=False)
     for v in violations:
         console.print(Text(f"  {v.describe()}"), highlight=False)

@@ -14,7 +14,7 @@ the same case are compared in five parts:
 - **text**: the final reply: a similarity ratio and a short unified diff.
 
 A sixth, ``cost`` (steps, tool calls, tokens), is kept beside them for the
-performance policy. Timings and ids are ignored: only what the agent did counts.
+performance change type. Timings and ids are ignored: only what the agent did counts.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .parts import (
     ArgChange,
     ArgsDiff,
     Assessment,
-    Call,
+    ComparedCall,
     CostDiff,
     CountChange,
     MetricChange,
@@ -70,7 +70,7 @@ def diff_trajectories(base: Trajectory, new: Trajectory) -> TrajectoryDiff:
     )
 
 
-def _calls(t: Trajectory) -> list[Call]:
+def _calls(t: Trajectory) -> list[ComparedCall]:
     """The executed calls, each marked side-effecting or not from the record: the
     tool specs the run offered and the ledger's events (None for a trace that has neither)."""
     from ..events import SideEffectEvent
@@ -79,7 +79,7 @@ def _calls(t: Trajectory) -> list[Call]:
     ledger = {e.tool for e in t.of_type(SideEffectEvent)}
     known = bool(specs) or bool(ledger)
     effecting = {s.name for s in specs if s.side_effect} | ledger
-    return [Call(tool=c.tool, arguments=c.arguments, side_effect=(c.tool in effecting) if known else None)
+    return [ComparedCall(tool=c.tool, arguments=c.arguments, side_effect=(c.tool in effecting) if known else None)
             for c in t.tool_calls(executed_only=True)]
 
 
@@ -87,7 +87,7 @@ def _status(t: Trajectory) -> str | None:
     return str(t.status) if t.status is not None else None
 
 
-def _step_diff(base: list[Call], new: list[Call]) -> tuple[StepDiff, list[tuple[int, int]]]:
+def _step_diff(base: list[ComparedCall], new: list[ComparedCall]) -> tuple[StepDiff, list[tuple[int, int]]]:
     """Align identical calls first (tool + arguments), then, between them, calls
     of the same tool (their arguments differ); what is left was added or removed."""
     a, b = [c.tool for c in base], [c.tool for c in new]
@@ -132,7 +132,7 @@ def _next(start: int | None, count: int, index: int | None) -> bool:
     return index + 1 == start + count
 
 
-def _arg_changes(base: Call, new: Call, i: int, j: int) -> list[ArgChange]:
+def _arg_changes(base: ComparedCall, new: ComparedCall, i: int, j: int) -> list[ArgChange]:
     out: list[ArgChange] = []
 
     def walk(path: str, x: Any, y: Any, in_x: bool = True, in_y: bool = True) -> None:

@@ -24,7 +24,7 @@ Problem = tuple[FileLocation, str]
 
 
 @dataclass(frozen=True)
-class Mismatch:
+class ExampleMismatch:
     case_id: str
     example: str
     criterion: str
@@ -46,7 +46,7 @@ class CaseTestResult:
     case_id: str
     examples: int
     checked: int                 # criterion verdicts compared
-    mismatches: list[Mismatch]
+    mismatches: list[ExampleMismatch]
 
     @property
     def ok(self) -> bool:
@@ -95,7 +95,7 @@ def test_case(case: Case) -> CaseTestResult:
     from .scoring import score_trajectory
 
     by_id = {c.id: c for c in case.criteria}
-    mismatches: list[Mismatch] = []
+    mismatches: list[ExampleMismatch] = []
     checked = 0
     for example in case.examples:
         score = score_trajectory(case, example_trajectory(case, example))
@@ -106,7 +106,7 @@ def test_case(case: Case) -> CaseTestResult:
                 continue            # validation reports an unknown id
             checked += 1
             if str(got.verdict) != want:
-                mismatches.append(Mismatch(case.id, example.name, cid, want, str(got.verdict), got.evidence,
+                mismatches.append(ExampleMismatch(case.id, example.name, cid, want, str(got.verdict), got.evidence,
                                            by_id[cid].description))
     return CaseTestResult(case.id, len(case.examples), checked, mismatches)
 

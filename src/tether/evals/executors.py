@@ -92,7 +92,7 @@ class Subject:
 
 
 @dataclass
-class Plan:
+class EvalPlan:
     """Everything a trial needs besides its job: the cases, subjects and config."""
 
     cases: dict[str, Case]
@@ -104,10 +104,10 @@ class Plan:
 class Executor(Protocol):
     name: str
 
-    async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None: ...
+    async def run(self, plan: EvalPlan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None: ...
 
 
-async def _one_trial(plan: Plan, job: TrialJob, make: Callable[[], Any]):
+async def _one_trial(plan: EvalPlan, job: TrialJob, make: Callable[[], Any]):
     """Run one trial without a store (its run is stored whole once it finished)."""
     from ..runtime import RunConfig
     from .runner import run_trial
@@ -193,7 +193,7 @@ class LocalExecutor:
 
     name = "local"
 
-    async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
+    async def run(self, plan: EvalPlan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         sem = asyncio.Semaphore(max(1, plan.config.concurrency))
         makers = {label: s.factory() for label, s in plan.subjects.items()}
         writer = RunWriter(store, plan.config.export_dir)
@@ -222,7 +222,7 @@ def _import_ray():
     return ray
 
 
-def run_chunk(plan: Plan, jobs: Sequence[TrialJob], store_url: str | None = None) -> list[tuple[TrialJob, dict, str]]:
+def run_chunk(plan: EvalPlan, jobs: Sequence[TrialJob], store_url: str | None = None) -> list[tuple[TrialJob, dict, str]]:
     """A Ray task's body: run ``jobs`` concurrently and return, per trial, (job, the
     TrialResult as JSON, the run's events as JSONL). Given a shared store's URL
     (PostgreSQL), the worker writes each run there itself, as it finishes."""
@@ -284,14 +284,14 @@ class RayExecutor:
                                  "--ray-address and RAY_ADDRESS unset to start a local instance") from None
         return ray
 
-    async def run(self, plan: Plan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
+    async def run(self, plan: EvalPlan, jobs: Sequence[TrialJob], store: Any, on_done: OnDone) -> None:
         from ..events import Trajectory
-        from ..report.otel import export_live
+        from ..runtime.session import RECORDED_LISTENERS
 
         if not jobs:
             return
         ray = self._init()
-        portable = Plan(cases=plan.cases, config=replace(plan.config, store=None, on_resume=None, executor="local"),
+        portable = EvalPlan(cases=plan.cases, config=replace(plan.config, store=None, on_resume=None, executor="local"),
                         subjects={k: s.portable() for k, s in plan.subjects.items()}, eval_id=plan.eval_id)
         size = self.chunk or max(1, plan.config.concurrency)
         try:
@@ -314,7 +314,8 @@ class RayExecutor:
                     store_run(store, trajectory, tr.digest or "")
                 elif (store.get_run(job.run_id) or {}).get("digest") != tr.digest:
                     raise RuntimeError(f"run {job.run_id}: the worker did not store it in {store.where}")
-                export_live(trajectory)        # --otel: the worker's run, from the driver, once stored
+                for listener in RECORDED_LISTENERS:     # --otel: the worker's run, from the driver, once stored
+                    listener(trajectory)
                 if plan.config.export_dir is not None:
                     trajectory.save(Path(plan.config.export_dir) / f"{job.run_id}.jsonl")
                 on_done(job, tr, trajectory)

@@ -87,7 +87,7 @@ def _request(result: str) -> ModelRequest:
 
 async def probe_tool_results(model: Model) -> ProbeResult:
     """Ask ``model`` twice (a long and a short tool result) and compare prompt tokens."""
-    from ..guards.budget import estimate_tokens
+    from ..models.tokens import estimate_tokens
 
     name = getattr(model, "name", type(model).__name__)
     probe = _probe_copy(model)

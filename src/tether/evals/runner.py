@@ -36,7 +36,7 @@ from .metrics import case_result, dimension_metrics, failure_modes
 from .rescore import summarize, trial_result
 from .results import ModelRunResult, Results, TrialResult
 from .simulator import PersonaUser, make_user
-from .executors import Plan, Subject, TrialJob, make_executor
+from .executors import EvalPlan, Subject, TrialJob, make_executor
 from .resume import ResumePlan, resume_plan
 from .world import case_toolset
 
@@ -268,7 +268,7 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
     else:
         store.create_eval(eval_id, suite, record)
         jobs = planned
-    plan = Plan(cases=by_id, subjects=subjects, config=config, eval_id=eval_id)
+    plan = EvalPlan(cases=by_id, subjects=subjects, config=config, eval_id=eval_id)
     journal = _Journal(store, eval_id, resumed.journal if config.resume else {})
 
     def on_done(job: TrialJob, tr: TrialResult, trajectory: Any) -> None:

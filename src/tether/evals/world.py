@@ -67,12 +67,6 @@ def _find_world(world: str | None, names: list[str], label: str) -> World | None
                      f"({', '.join(w.name for w in fits)}); say which with world:")
 
 
-def missing_tools(case: Case) -> tuple[list[str], list[str]]:
-    """(names no source provides, names of every tool the sources offer) for validation."""
-    return tool_availability(case.tools, [m.name for m in case.mock_tools], case.toolset, case.world,
-                             f"case {case.id}")
-
-
 def tool_availability(tools: list[str], mock_names: list[str], toolset: str | None, world: str | None,
                       label: str = "case") -> tuple[list[str], list[str]]:
     """(names of ``tools`` no source provides, every tool name the sources offer).

@@ -38,7 +38,8 @@ class Response:
 
     async def _read(self, coro):
         try:
-            return await asyncio.wait_for(coro, self.timeout)
+            async with asyncio.timeout(self.timeout):      # no task per read, unlike wait_for
+                return await coro
         except TimeoutError:
             raise UpstreamFailure(f"the upstream sent nothing for {self.timeout:g} s") from None
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as exc:
@@ -133,8 +134,9 @@ class Pool:
             reader, writer = conn
             try:
                 writer.write(data)
-                await writer.drain()
-                line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    await writer.drain()
+                    line = await reader.readuntil(b"\r\n\r\n")
             except TimeoutError:
                 writer.close()
                 raise UpstreamFailure(f"the upstream did not answer within {self.timeout:g} s") from None

@@ -73,7 +73,7 @@ def serve(app: Any, host: str, port: int, *, on_started: Any = None) -> None:
     uvicorn = require("uvicorn", "gateway")
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
-                            server_header=False, date_header=False,
+                            server_header=False, date_header=False, proxy_headers=False,
                             timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     server.run()

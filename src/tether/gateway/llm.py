@@ -9,13 +9,16 @@ passed through untouched. The upstream's answer goes back byte for byte (a
 stream chunk by chunk, as it arrives) while a copy is read for the record.
 Keys travel in headers, which are never recorded.
 
-Records are written to the store in batches off the request path (every
-``FLUSH_S`` seconds), so a request does not wait on SQLite.
+The record is written by a thread of its own (:mod:`._writer`), never on the
+event loop; a request's events (what it asked, what the guards said, what the
+model answered) are committed before its response goes back to the client,
+the end of a stream included, so what a client received is in the store even
+if the gateway is killed right after.
 """
 
 from __future__ import annotations
 
-import asyncio
+import gc
 import json
 import sys
 import time
@@ -26,6 +29,7 @@ from typing import Any
 import orjson
 
 from ..errors import RunStop, UpstreamFailure
+from ..ids import UnsafeId
 from ._client import Pool, Response
 from ._http import read_body, respond
 from .conversations import Conversations, Decided
@@ -37,15 +41,14 @@ from .openai_format import (
     final_response,
     final_stream,
     finish_up_request,
-    messages_of,
-    tools_of,
+    history,
     with_hint,
 )
 
-FLUSH_S = 0.25
 _HOP = {b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade",
         b"proxy-connection", b"proxy-authorization", b"accept-encoding", b"x-tether-run"}
 _HOP_BACK = {b"connection", b"keep-alive", b"transfer-encoding", b"content-length"}
+SWITCH_S = 0.0002
 FINISH_UP = ("[tether] {reason}. Stop calling tools now. Write your final answer to the user: what was done, "
              "what was not, and why.")
 
@@ -66,18 +69,9 @@ def _error_body(message: str, kind: str = "tether_gateway_error") -> bytes:
 
 def gateway_app(config: GatewayConfig) -> Any:
     base = config.upstream.rstrip("/")
-    state: dict[str, Any] = {}
     conversations = Conversations(guards=config.guards, label=config.guards_label, store=config.store,
                                   upstream=base)
     pool = Pool(base, timeout=config.timeout)
-
-    async def flusher() -> None:
-        while True:
-            await asyncio.sleep(FLUSH_S)
-            try:
-                conversations.flush()
-            except Exception as exc:       # a full disk must not end the gateway
-                print(f"tether gateway: writing the record failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
     def target(scope: dict[str, Any]) -> str:
         path = scope["path"]
@@ -96,26 +90,18 @@ def gateway_app(config: GatewayConfig) -> Any:
     async def unreachable(send: Any, failure: UpstreamFailure) -> None:
         await respond(send, 502, _error_body(f"tether gateway: the upstream {base}: {failure.detail}"))
 
-    async def relay(resp: Response, send: Any, reader: Any = None) -> bytes | None:
-        """The upstream's answer to the client as it arrives; its bytes when not streamed."""
-        kept: list[bytes] = []
+    async def relay(resp: Response, send: Any) -> None:
+        """The upstream's answer to the client as it arrives, untouched."""
         try:
             await send({"type": "http.response.start", "status": resp.status, "headers": back_headers(resp)})
-            if reader is None and resp.length is not None and not resp.chunked:
-                body = await resp.read()
-                await send({"type": "http.response.body", "body": body})
-                return body
+            if resp.length is not None and not resp.chunked:
+                await send({"type": "http.response.body", "body": await resp.read()})
+                return
             async for chunk in resp.chunks():
-                if reader is not None:
-                    reader.feed(chunk)
-                else:
-                    kept.append(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
-            return b"".join(kept)
         except UpstreamFailure:
             await send({"type": "http.response.body", "body": b""})
-            return None
         finally:
             resp.close()
 
@@ -132,12 +118,16 @@ def gateway_app(config: GatewayConfig) -> Any:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    state["flusher"] = asyncio.create_task(flusher())
+                    # What start-up made lives as long as the gateway: out of the collector's
+                    # way, so a full collection walks the conversations only, not every import.
+                    gc.collect()
+                    gc.freeze()
+                    # The store thread needs the interpreter briefly for each write; a busy
+                    # event loop would otherwise keep it waiting 5 ms (Python's default) each time.
+                    sys.setswitchinterval(SWITCH_S)
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
-                    if "flusher" in state:
-                        state["flusher"].cancel()
-                    conversations.close("the gateway shut down")
+                    conversations.close("the gateway shut down before the agent came back to this conversation")
                     pool.close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
@@ -174,17 +164,18 @@ def gateway_app(config: GatewayConfig) -> Any:
                 await respond(send, 500, _error_body(f"tether gateway: internal error: {type(exc).__name__}"))
 
     async def guarded(scope: dict[str, Any], kind: str, body: bytes, request: dict[str, Any], send: Any) -> None:
-        messages = messages_of(kind, request)
-        tools = tools_of(kind, request)
+        items = history(kind, request)
         model = str(request.get("model") or "")
         run_header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-tether-run"), None)
         previous = request.get("previous_response_id") if kind == RESPONSES else None
         try:
-            conv = conversations.get(run_header, messages, model, previous if isinstance(previous, str) else None)
-        except Exception as exc:          # an X-Tether-Run that is not an id
+            conv = await conversations.get(run_header, kind, items, model,
+                                           previous if isinstance(previous, str) else None)
+        except UnsafeId as exc:           # an X-Tether-Run that is not an id
             await respond(send, 400, _error_body(str(exc), "invalid_request_error"))
             return
-        decided = await conv.before(messages, tools, model, delta=isinstance(previous, str) and previous != "")
+        tools = conv.tools(kind, request)
+        decided = await conv.before(kind, items, tools, model, delta=isinstance(previous, str) and previous != "")
         streamed = bool(request.get("stream"))
         if decided.action == "stop":
             await answer_stop(kind, request, decided, model, streamed, send, scope)
@@ -199,26 +190,71 @@ def gateway_app(config: GatewayConfig) -> Any:
         try:
             resp = await pool.request("POST", target(scope), forward_headers(scope), body)
         except UpstreamFailure as failure:
+            await conversations.commit(conv)
             await unreachable(send, failure)
             return
-        reader = StreamReader(kind) if streamed else None
-        whole_body = await relay(resp, send, reader)
-        if resp.status >= 400 or whole_body is None:
+
+        def record(decision: Any, usage: Any, response_id: Any) -> None:
+            if isinstance(response_id, str):
+                conversations.remember_response(response_id, conv)
+            if not conv.finished:
+                conv.record_response(decision, usage, (time.perf_counter() - started) * 1000)
+
+        if streamed:
+            await relay_stream(resp, send, kind, conv, record)
             return
-        latency = (time.perf_counter() - started) * 1000
-        if reader is not None:
-            decision, usage = reader.decision()
-            response_id = (reader.final or {}).get("id") if kind == RESPONSES else None
-        else:
+        try:
             try:
-                whole = orjson.loads(whole_body)
+                data = await resp.read()
+            finally:
+                resp.close()
+        except UpstreamFailure as failure:
+            await conversations.commit(conv)
+            await unreachable(send, failure)
+            return
+        if resp.status < 400:
+            try:
+                whole = orjson.loads(data)
             except ValueError:
-                return
-            decision, usage = decision_of(kind, whole)
-            response_id = whole.get("id") if kind == RESPONSES and isinstance(whole, dict) else None
-        if isinstance(response_id, str):
-            conversations.remember_response(response_id, conv)
-        conv.record_response(decision, usage, latency)
+                whole = None
+            if whole is not None:
+                decision, usage = decision_of(kind, whole)
+                record(decision, usage, whole.get("id") if kind == RESPONSES and isinstance(whole, dict) else None)
+        await conversations.commit(conv)          # the record first, then the answer
+        headers = [(k, v) for k, v in resp.headers if k not in _HOP_BACK]
+        await send({"type": "http.response.start", "status": resp.status,
+                    "headers": [*headers, (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
+
+    async def relay_stream(resp: Response, send: Any, kind: str, conv: Any, record: Any) -> None:
+        """A stream to the client chunk by chunk, as it arrives; the record is committed
+        before the chunk that ends it ([DONE], response.completed) goes on."""
+        reader = StreamReader(kind) if resp.status < 400 else None
+        recorded = False
+
+        async def commit() -> None:
+            nonlocal recorded
+            recorded = True
+            if reader is not None and (reader.ended or reader.text or reader.calls or reader.final):
+                decision, usage = reader.decision()
+                record(decision, usage, (reader.final or {}).get("id") if kind == RESPONSES else None)
+            await conversations.commit(conv)
+
+        try:
+            await send({"type": "http.response.start", "status": resp.status, "headers": back_headers(resp)})
+            async for chunk in resp.chunks():
+                if reader is not None:
+                    reader.feed(chunk)
+                    if reader.ended and not recorded:
+                        await commit()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except UpstreamFailure:
+            pass
+        finally:
+            resp.close()
+        if not recorded:
+            await commit()
+        await send({"type": "http.response.body", "body": b""})
 
     async def answer_stop(kind: str, request: dict[str, Any], decided: Decided, model: str, streamed: bool,
                           send: Any, scope: dict[str, Any]) -> None:
@@ -229,6 +265,7 @@ def gateway_app(config: GatewayConfig) -> Any:
         if text is None:
             text = config.stop_reply or await finish_up(kind, request, stop, model, scope, conv)
             conv.finish_stopped(stop, text)
+        await conversations.commit()              # the record first, then the answer
         if streamed:
             async def chunks():
                 for chunk in final_stream(kind, model, text):

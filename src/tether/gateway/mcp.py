@@ -30,11 +30,13 @@ from .mcp_upstream import (
     LAZY,
     RAW,
     UNAVAILABLE,
+    Spliced,
     Upstream,
     default_initialize,
     dumps,
     lazy_result,
     parse_lazy,
+    widen_pipe,
     with_id,
 )
 from .windows import GuardWindows
@@ -105,7 +107,7 @@ class MCPGateway:
         if reply is not None:
             await self.send(reply)
 
-    async def handle(self, message: Any) -> dict[str, Any] | bytes | None:
+    async def handle(self, message: Any) -> dict[str, Any] | Spliced | None:
         if isinstance(message, list):
             for m in message:
                 self.receive(m)
@@ -281,6 +283,8 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
     """Serve one client on this process's stdin / stdout until stdin closes."""
     loop = asyncio.get_running_loop()
     if reader is None:
+        widen_pipe(sys.stdin.buffer)
+        widen_pipe(sys.stdout.buffer)
         reader = asyncio.StreamReader(limit=512 * 1024 * 1024)
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -294,11 +298,13 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
             writer = _FileWriter(sys.stdout.buffer)
     lock = asyncio.Lock()
 
-    async def send(message: dict[str, Any] | bytes) -> None:
-        data = (message if isinstance(message, bytes) else dumps(message)) + b"\n"
+    async def send(message: dict[str, Any] | Spliced) -> None:
+        pieces = message if isinstance(message, Spliced) else (dumps(message),)
         async with lock:
             try:
-                writer.write(data)
+                for piece in pieces:          # a big answer's pieces as they are: no copy to join them
+                    writer.write(piece)
+                writer.write(b"\n")
                 await writer.drain()
             except (ConnectionError, OSError):
                 pass

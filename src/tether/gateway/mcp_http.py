@@ -18,7 +18,7 @@ from typing import Any
 
 from ._http import header, read_body, respond
 from .mcp import MCPGateway, _error
-from .mcp_upstream import Upstream, dumps
+from .mcp_upstream import Spliced, Upstream, dumps
 from .windows import GuardWindows
 
 MAX_SESSIONS = 256
@@ -109,7 +109,14 @@ def mcp_app(connect: Callable[..., Upstream], *, windows: GuardWindows | None, c
         headers = [(b"mcp-session-id", sid.encode())] if sid else []
         if reply is None:
             await respond(send, 202, b"", headers)
+        elif isinstance(reply, Spliced):        # a big answer's pieces as they are: no copy to join them
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(reply.size).encode()), *headers]})
+            for piece in reply:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
         else:
-            await respond(send, 200, reply if isinstance(reply, bytes) else dumps(reply), headers)
+            await respond(send, 200, dumps(reply), headers)
 
     return app

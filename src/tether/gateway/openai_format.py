@@ -51,11 +51,28 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
           "function": "tool"}
 
 
-def messages_of(kind: str, body: dict[str, Any]) -> list[Message]:
-    """The conversation a request carries, as tether messages."""
+def history(kind: str, body: dict[str, Any]) -> list[Any]:
+    """The conversation a request carries, as sent: Chat's messages; for Responses,
+    the instructions (as a system item) and the input items."""
+    if kind == CHAT:
+        items = body.get("messages")
+        return items if isinstance(items, list) else []
+    out: list[Any] = []
+    if isinstance(body.get("instructions"), str):
+        out.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input")
+    if isinstance(items, str):
+        out.append({"role": "user", "content": items})
+    elif isinstance(items, list):
+        out.extend(items)
+    return out
+
+
+def messages_from(kind: str, items: list[Any]) -> list[Message]:
+    """Items of a history (:func:`history`, or a slice of it: only what is new) as tether messages."""
     out: list[Message] = []
     if kind == CHAT:
-        for m in body.get("messages") or []:
+        for m in items:
             if not isinstance(m, dict):
                 continue
             role = _ROLES.get(str(m.get("role")), "user")
@@ -70,12 +87,7 @@ def messages_of(kind: str, body: dict[str, Any]) -> list[Message]:
                                tool_call_id=str(m["tool_call_id"]) if m.get("tool_call_id") else None,
                                name=m.get("name") if isinstance(m.get("name"), str) else None))
         return out
-    if isinstance(body.get("instructions"), str):
-        out.append(Message(role="system", content=body["instructions"]))
-    items = body.get("input")
-    if isinstance(items, str):
-        return [*out, Message(role="user", content=items)]
-    for item in items or []:
+    for item in items:
         if not isinstance(item, dict):
             continue
         kind_ = item.get("type")
@@ -94,6 +106,31 @@ def messages_of(kind: str, body: dict[str, Any]) -> list[Message]:
         elif "role" in item:
             out.append(Message(role=_ROLES.get(str(item["role"]), "user"), content=_text(item.get("content"))))  # type: ignore[arg-type]
     return out
+
+
+def opening(kind: str, items: list[Any]) -> list[str]:
+    """``role:text`` of a history's system messages up to its first user message, and of that one
+    (read from the items as sent: this runs for every request)."""
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if kind == CHAT:
+            role = _ROLES.get(str(item.get("role")), "user")
+        elif item.get("type") in ("function_call", "function_call_output") or "role" not in item:
+            continue
+        else:
+            role = _ROLES.get(str(item["role"]), "user")
+        if role in ("system", "user"):
+            out.append(f"{role}:{_text(item.get('content'))}")
+        if role == "user":
+            break
+    return out
+
+
+def messages_of(kind: str, body: dict[str, Any]) -> list[Message]:
+    """The whole conversation a request carries, as tether messages."""
+    return messages_from(kind, history(kind, body))
 
 
 def tools_of(kind: str, body: dict[str, Any]) -> list[ToolSpec]:
@@ -161,6 +198,7 @@ class StreamReader:
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage: Any = None
         self.final: Any = None        # Responses: the response.completed event's response
+        self.ended = False            # the stream's last event has passed ([DONE], response.completed)
 
     def feed(self, chunk: bytes) -> None:
         self.buffer += chunk
@@ -171,7 +209,10 @@ class StreamReader:
                     self._data(line[5:].strip())
 
     def _data(self, data: bytes) -> None:
-        if data == b"[DONE]" or not data:
+        if data == b"[DONE]":
+            self.ended = True
+            return
+        if not data:
             return
         try:
             obj = json.loads(data)
@@ -182,6 +223,7 @@ class StreamReader:
         if self.kind == RESPONSES:
             if obj.get("type") in ("response.completed", "response.incomplete", "response.failed"):
                 self.final = obj.get("response")
+                self.ended = True
             return
         if obj.get("usage"):
             self.usage = obj["usage"]

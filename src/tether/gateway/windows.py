@@ -41,7 +41,7 @@ STOP_TEXT = ("tether stopped this window of calls: {reason}. Do not call tools a
 
 
 @dataclass
-class Outcome:
+class CallAnswer:
     """What the gateway answers one ``tools/call`` with."""
 
     result: dict[str, Any] | None      # the upstream result (to pass on), or None
@@ -139,13 +139,13 @@ class GuardWindows:
 
     # -- one call ---------------------------------------------------------------------
     async def call(self, name: str, arguments: dict[str, Any],
-                   forward: Callable[[], Awaitable[dict[str, Any]]]) -> Outcome:
+                   forward: Callable[[], Awaitable[dict[str, Any]]]) -> CallAnswer:
         """One ``tools/call`` through the window's guards. ``forward`` makes the
         upstream call and returns its result (it raises on infrastructure failure,
         which is recorded as such and re-raised)."""
         session = self._window()
         if self.stopped is not None:
-            return Outcome(None, STOP_TEXT.format(reason=self.stopped.reason, idle=_fmt_seconds(self.idle)))
+            return CallAnswer(None, STOP_TEXT.format(reason=self.stopped.reason, idle=_fmt_seconds(self.idle)))
         self.calls += 1
         session.specs = list(self.specs.values())
         call = ToolCallRequest(id=f"mcp_{self.calls}", name=name, arguments=arguments)
@@ -159,7 +159,7 @@ class GuardWindows:
             if stopping:
                 return self._stop(session, session.stop(verdict))
             self._flush(session)
-            return Outcome(None, error)
+            return CallAnswer(None, error)
         started = time.perf_counter()
         try:
             result = await forward()
@@ -170,7 +170,7 @@ class GuardWindows:
             self._flush(session)
             raise
         if session.finished is not None:       # the window closed while the call ran (another call stopped it)
-            return Outcome(result)
+            return CallAnswer(result)
         ok, data, error = result_fields(result)
         event = session.add(ToolResultEvent(step=0, call_id=call.id, tool=name, ok=ok, data=data, error=error,
                                             error_type=None if ok else "tool_error", source="tool",
@@ -179,17 +179,17 @@ class GuardWindows:
         after = await session.ask("after_tool", call, event)
         if after is not None and after.action != "block":
             out = self._stop(session, session.stop(after))
-            return Outcome(result, hints=[out.error_text or ""])
+            return CallAnswer(result, hints=[out.error_text or ""])
         self._flush(session)
-        return Outcome(result, hints=session.take_hints())
+        return CallAnswer(result, hints=session.take_hints())
 
-    def _stop(self, session: RunSession, stop: RunStop) -> Outcome:
+    def _stop(self, session: RunSession, stop: RunStop) -> CallAnswer:
         self.stopped = stop
         reply = stop.reply
         if stop.verdict is not None and session.stopped_by is not None:     # the budget's done / not-done ledger
             reply = session.stopped_by.on_stop(session.ctx(), stop.verdict, reply)
         session.finish(stop.status, reply, stop.reason)
-        return Outcome(None, STOP_TEXT.format(reason=stop.reason, idle=_fmt_seconds(self.idle)))
+        return CallAnswer(None, STOP_TEXT.format(reason=stop.reason, idle=_fmt_seconds(self.idle)))
 
     def _flush(self, session: RunSession) -> None:
         if self.store is not None:

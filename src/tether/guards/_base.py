@@ -1,13 +1,14 @@
 """The Guard seam.
 
-A guard observes the run and may return a :class:`Verdict` (from a plain or
-an ``async`` method) at five points:
-before each model request, after each model response, before each tool call,
-after each tool result, and on the final answer. Verdicts:
+A guard observes the run and may return an :class:`Intervention` (from a plain
+or an ``async`` method) at five points: before each model request, after each
+model response, before each tool call, after each tool result, and on the final
+answer; ``None`` lets the run go on. Interventions (the ``verdict`` of the
+``guard_tripped`` event that records one):
 
 * ``hint``: a note the model sees on its next request; the run goes on.
 * ``block``: the tool call is not executed; the model sees why as its result.
-* ``stop``: the run ends with ``verdict.status`` (e.g. ``loop_aborted``). With
+* ``stop``: the run ends with ``intervention.status`` (e.g. ``loop_aborted``). With
   ``finish_up`` the model gets one last request without tools to write its
   final answer (done / not done / why) instead of the run ending mid-air.
 * ``escalate``: a human decides; the run ends as ``needs_human``.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from ..errors import UsageError
 
@@ -33,12 +34,12 @@ from ..events import ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, ToolSpec, Usage
 from ..status import TerminalStatus
 
-Action = Literal["hint", "block", "stop", "escalate"]
+InterventionAction = Literal["hint", "block", "stop", "escalate"]
 
 
 @dataclass(frozen=True)
-class Verdict:
-    action: Action
+class Intervention:
+    action: InterventionAction
     rule: str
     message: str
     numbers: dict[str, float | int | str] = field(default_factory=dict)
@@ -46,9 +47,18 @@ class Verdict:
     finish_up: bool = False                # for stop: let the model write a final answer first
 
 
+async def plain_request(model: Any, request: Any, *, role: str) -> Any:
+    """A model request outside any run (offline ``guard-check``): nothing is recorded."""
+    return await model.request(request)
+
+
 @dataclass
 class GuardContext:
-    """What a guard may look at. ``trajectory`` is the live event stream."""
+    """What a guard may look at. ``trajectory`` is the live event stream.
+
+    ``side_request(model, request, role=...)`` asks a model *for* the run, not as
+    its agent (the goal guard's drift check): a live session records it as events
+    of the run with that role, its cost kept apart from the agent's."""
 
     trajectory: Trajectory
     step: int = 0
@@ -58,6 +68,7 @@ class GuardContext:
     tool_calls: int = 0               # executed tool calls
     model_name: str = ""
     tools: list[ToolSpec] = field(default_factory=list)
+    side_request: Callable[..., Awaitable[Any]] = plain_request
 
 
 HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_final", "on_stop", "pinned", "state",
@@ -72,18 +83,18 @@ class Guard(Protocol):
 
     name: str
 
-    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None | Awaitable[Verdict | None]: ...
+    def before_model(self, ctx: GuardContext, request: Any) -> Intervention | None | Awaitable[Intervention | None]: ...
 
-    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None | Awaitable[Verdict | None]: ...
+    def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None | Awaitable[Intervention | None]: ...
 
-    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None | Awaitable[Verdict | None]: ...
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None | Awaitable[Intervention | None]: ...
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest,
-                   result: ToolResultEvent) -> Verdict | None | Awaitable[Verdict | None]: ...
+                   result: ToolResultEvent) -> Intervention | None | Awaitable[Intervention | None]: ...
 
-    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None | Awaitable[Verdict | None]: ...
+    def on_final(self, ctx: GuardContext, reply: str) -> Intervention | None | Awaitable[Intervention | None]: ...
 
-    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str: ...
+    def on_stop(self, ctx: GuardContext, verdict: Intervention, reply: str) -> str: ...
 
     def pinned(self, ctx: GuardContext) -> list[str]: ...
 
@@ -105,7 +116,7 @@ def check_guards(guards: Sequence[Any]) -> None:
 @dataclass(frozen=True)
 class Trip:
     guard: Any
-    verdict: Verdict
+    verdict: Intervention
 
 
 class GuardChain:
@@ -140,22 +151,22 @@ class BaseGuard:
 
     name = "guard"
 
-    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+    def before_model(self, ctx: GuardContext, request: Any) -> Intervention | None:
         return None
 
-    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+    def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None:
         return None
 
-    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None:
         return None
 
-    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
+    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         return None
 
-    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None:
+    def on_final(self, ctx: GuardContext, reply: str) -> Intervention | None:
         return None
 
-    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str:
+    def on_stop(self, ctx: GuardContext, verdict: Intervention, reply: str) -> str:
         """Amend the final reply of a run this guard stopped (after finish-up)."""
         return reply
 

@@ -18,19 +18,9 @@ from typing import Any
 from .. import i18n
 from ..events import Trajectory
 from ..messages import ToolCallRequest, Usage
+from ..models.tokens import DEFAULT_PRICES, estimate_tokens, price_of
 from ..status import TerminalStatus
-from ._base import BaseGuard, GuardContext, Verdict
-
-# USD per million tokens (input, output). Override with Budget(prices=...).
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
-}
+from ._base import BaseGuard, GuardContext, Intervention
 
 
 @dataclass(frozen=True)
@@ -44,21 +34,11 @@ class Budget:
     max_model_calls: int | None = None
     soft_fraction: float = 0.8
     default_output_estimate: int = 256
+    # USD per million tokens (input, output); default: tether.models.tokens.DEFAULT_PRICES
     prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> tuple[float, float] | None:
-        name = model.split(":", 1)[-1]
-        if name in self.prices:
-            return self.prices[name]
-        # longest known prefix: "gpt-4.1-mini-2025-04-14" -> "gpt-4.1-mini"
-        best = max((k for k in self.prices if name.startswith(k)), key=len, default=None)
-        return self.prices[best] if best else None
-
-
-def estimate_tokens(text: str) -> int:
-    """About 4 characters a token for Latin text, 1.5 for CJK."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
-    return max(1, int(cjk / 1.5 + (len(text) - cjk) / 4))
+        return price_of(model, self.prices)
 
 
 @dataclass
@@ -82,26 +62,26 @@ class BudgetGuard(BaseGuard):
                   "tool_calls": b.max_tool_calls, "model_calls": b.max_model_calls}
         self._limits = tuple((dim, limit) for dim, limit in limits.items() if limit is not None)
 
-    def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Verdict | None:
+    def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Intervention | None:
         b = self.budget
         for dim, limit in self._limits:
             value = projected.get(dim)
             if value is None:
                 continue
             if value > limit:
-                return Verdict("stop", f"budget.{dim}",
+                return Intervention("stop", f"budget.{dim}",
                                f"{dim.replace('_', ' ')} budget exhausted: {_fmt(value)} projected, limit {_fmt(limit)}",
                                {"dimension": dim, "projected": round(value, 6), "limit": limit},
                                status=TerminalStatus.BUDGET_EXCEEDED, finish_up=True)
             if value >= b.soft_fraction * limit and dim not in self.hinted:
                 self.hinted.append(dim)
-                return Verdict("hint", f"budget.{dim}.soft",
+                return Intervention("hint", f"budget.{dim}.soft",
                                i18n.text(i18n.run_language(ctx.trajectory), "budget.soft", pct=f"{value / limit:.0%}",
                                          dim=dim, value=_fmt(value), limit=_fmt(limit)),
                                {"dimension": dim, "used": round(value, 6), "limit": limit})
         return None
 
-    def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+    def before_model(self, ctx: GuardContext, request: Any) -> Intervention | None:
         text = "".join(m.content for m in request.messages) + "".join(t.description for t in request.tools)
         est_in = estimate_tokens(text)
         calls = max(ctx.model_calls, 1)
@@ -115,7 +95,7 @@ class BudgetGuard(BaseGuard):
             "model_calls": ctx.model_calls + 1,
         })
 
-    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+    def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None:
         # What was actually spent (the estimate may have been low): stop now if over.
         u = ctx.usage
         verdict = self._check(ctx, {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
@@ -123,15 +103,15 @@ class BudgetGuard(BaseGuard):
                                     "cost": self._cost(ctx.model_name, u), "seconds": ctx.elapsed_s})
         return verdict if verdict and verdict.action == "stop" else None
 
-    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None:
         return self._check(ctx, {"tool_calls": ctx.tool_calls + 1, "seconds": ctx.elapsed_s})
 
-    def on_stop(self, ctx: GuardContext, verdict: Verdict, reply: str) -> str:
+    def on_stop(self, ctx: GuardContext, verdict: Intervention, reply: str) -> str:
         lang = i18n.run_language(ctx.trajectory)
         summary = ledger_summary(ctx.trajectory, self.localized(verdict, lang) or verdict.message, lang)
         return f"{reply}\n\n{summary}" if reply else summary
 
-    def localized(self, verdict: Verdict, lang: str) -> str | None:
+    def localized(self, verdict: Intervention, lang: str) -> str | None:
         """A stop in the run's language (the recorded reason stays English)."""
         n = verdict.numbers
         if lang == "en" or "dimension" not in n or "projected" not in n:

@@ -6,7 +6,7 @@
   (any model; a scripted one in tests) whether the recent actions serve the
   goal; it must answer starting with ``OK`` or ``DRIFT``. The check is recorded
   in the run (``model_request`` / ``model_decision`` with ``role="drift"``,
-  through :func:`tether.runtime.session.side_request`). The first drift is a
+  through ``GuardContext.side_request``, which the session provides). The first drift is a
   hint to re-plan; ``max_drift`` drifts in a row escalate to a human (5.2).
 * Completion is decided by evidence, not by the model's word (5.3): each
   acceptance criterion names the tool result that proves it. A final answer
@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..events import Trajectory
 from ..messages import Message, canonical_json
 from ..status import TerminalStatus
-from ._base import BaseGuard, GuardContext, Verdict
+from ._base import BaseGuard, GuardContext, Intervention
 from .result import _get
 
 
@@ -93,22 +93,21 @@ class GoalGuard(BaseGuard):
     def pinned(self, ctx: GuardContext) -> list[str]:
         return [self.goal.render()]
 
-    async def before_model(self, ctx: GuardContext, request: Any) -> Verdict | None:
+    async def before_model(self, ctx: GuardContext, request: Any) -> Intervention | None:
         if self.judge is None or ctx.step <= 1 or (ctx.step - 1) % self.check_every:
             return None
         calls = ctx.trajectory.tool_calls()[-self.check_every:]
         if not calls:
             return None
         from ..models import ModelRequest
-        from ..runtime.session import side_request
 
         prompt = DRIFT_PROMPT.format(
             task=self.goal.task, constraints="；".join(self.goal.constraints),
             acceptance="；".join(a.description or a.id for a in self.goal.acceptance),
             actions="\n".join(f"- {c.tool}({canonical_json(c.arguments)})" for c in calls))
         # recorded as events of the run (role "drift"), its cost kept apart from the agent's
-        response = await side_request(self.judge, ModelRequest(messages=[Message(role="user", content=prompt)],
-                                                               tools=[], step=ctx.step), role="drift")
+        request = ModelRequest(messages=[Message(role="user", content=prompt)], tools=[], step=ctx.step)
+        response = await ctx.side_request(self.judge, request, role="drift")
         answer = response.decision.text.strip()
         self.checks += 1
         if not answer.upper().startswith("DRIFT"):
@@ -117,15 +116,15 @@ class GoalGuard(BaseGuard):
         self.drifts_in_a_row += 1
         numbers = {"drifts_in_a_row": self.drifts_in_a_row, "limit": self.max_drift}
         if self.drifts_in_a_row >= self.max_drift:
-            return Verdict("escalate", "goal.drift", f"{self.drifts_in_a_row} drift checks in a row: {answer}", numbers)
-        return Verdict("hint", "goal.drift", f"偏离目标：{answer}。请停止当前方向，回到目标重新规划。", numbers)
+            return Intervention("escalate", "goal.drift", f"{self.drifts_in_a_row} drift checks in a row: {answer}", numbers)
+        return Intervention("hint", "goal.drift", f"偏离目标：{answer}。请停止当前方向，回到目标重新规划。", numbers)
 
-    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None:
+    def on_final(self, ctx: GuardContext, reply: str) -> Intervention | None:
         found = evidence_for(self.goal, ctx.trajectory)
         missing = [a for a, proof in found.items() if proof is None]
         if not missing:
             return None
-        return Verdict("stop", "goal.evidence_missing",
+        return Intervention("stop", "goal.evidence_missing",
                        f"partially complete: no evidence for {', '.join(missing)} "
                        f"({len(found) - len(missing)} of {len(found)} acceptance criteria proven)",
                        {"proven": len(found) - len(missing), "required": len(found)},

@@ -89,7 +89,7 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
-from ._base import BaseGuard, GuardContext, Verdict
+from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
     describe_call,
@@ -233,7 +233,7 @@ class LoopGuard(BaseGuard):
         if self._lang and self._lang != "en" and i18n.has(self._lang, key):
             self._said = i18n.text(self._lang, key, **values)
 
-    def localized(self, verdict: Verdict, lang: str) -> str | None:
+    def localized(self, verdict: Intervention, lang: str) -> str | None:
         """The last trip (the one that stopped the run) as the model reads it."""
         return self._said if lang == self._lang else None
 
@@ -243,7 +243,7 @@ class LoopGuard(BaseGuard):
         return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
 
     # -- hooks -------------------------------------------------------------------
-    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Verdict | None:
+    def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None:
         cfg = self.config
         if call.name in cfg.exempt_tools:
             return None
@@ -259,7 +259,7 @@ class LoopGuard(BaseGuard):
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
             self._tripped = call.id
-            return Verdict("block", "outage", self._said or found[0], found[1])
+            return Intervention("block", "outage", self._said or found[0], found[1])
         seen = sig in self.sigs             # the rules about repeats need the call seen before
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
                  or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
@@ -278,7 +278,7 @@ class LoopGuard(BaseGuard):
         self._tripped = call.id
         return self._ladder(*found)
 
-    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
+    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         cfg = self.config
         tool = call.name
         if tool in cfg.exempt_tools:
@@ -539,7 +539,7 @@ class LoopGuard(BaseGuard):
                 "call them again. Explain the outage to the user or use another source.",
                 {"failed_tools": len(group), "limit": cfg.outage_hint_tools - 1, "error_type": kind})
 
-    def after_model(self, ctx: GuardContext, response: Any) -> Verdict | None:
+    def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None:
         decision = getattr(response, "decision", None) or _last_decision(ctx)
         if decision is None or decision.kind != DecisionKind.QUESTION or "question_repeat" not in self.config.rules:
             return None
@@ -567,7 +567,7 @@ class LoopGuard(BaseGuard):
         return self._ladder("question_repeat", "question", message, {"count": n, "limit": limit, "reason": why})
 
     # -- the ladder ----------------------------------------------------------------
-    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Verdict:
+    def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Intervention:
         """The first trip of a kind gets ``first`` (a hint, or a block for a
         retry of a transiently failing call); the same trip again stops."""
         cfg = self.config
@@ -577,11 +577,11 @@ class LoopGuard(BaseGuard):
             self.hinted.append(trip_key)
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
-            return Verdict(first, rule, (self._said or message) + extra, numbers)
+            return Intervention(first, rule, (self._said or message) + extra, numbers)
         numbers = {**numbers, "trips": self.trips}
         if cfg.on_repeat == "escalate":
-            return Verdict("escalate", rule, message, numbers)
-        return Verdict("stop", rule, f"{message} (trip {self.trips}; the hint was ignored)", numbers,
+            return Intervention("escalate", rule, message, numbers)
+        return Intervention("stop", rule, f"{message} (trip {self.trips}; the hint was ignored)", numbers,
                        status=TerminalStatus.LOOP_ABORTED, finish_up=True)
 
     # -- rules -----------------------------------------------------------------
@@ -707,7 +707,7 @@ class LoopGuard(BaseGuard):
                 "The results are complete: use what the earlier pages returned.",
                 {"count": listing[1] + 1, "limit": limit, "tool": call.name})
 
-    def _past_end_now(self, call: ToolCallRequest, listing: list) -> Verdict:
+    def _past_end_now(self, call: ToolCallRequest, listing: list) -> Intervention:
         n = listing[2]
         self._say("loop.past_end", tool=call.name, args=_short(call.arguments), count=n)
         found = ("past_end", call.name,
@@ -717,7 +717,7 @@ class LoopGuard(BaseGuard):
                  {"count": n, "limit": self.config.max_empty_pages - 1, "tool": call.name})
         return self._ladder(*found)
 
-    def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Verdict | None:
+    def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Intervention | None:
         """After a transient failure: the transient failures of this tool in a row
         (whatever its arguments: a backoff or attempt counter in them changes
         nothing). The ``retry_hint_after``-th draws a hint (a hint only: no

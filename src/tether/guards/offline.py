@@ -40,16 +40,18 @@ from ..events import (
     Trajectory,
 )
 from ..messages import Decision, DecisionKind, ToolCallRequest, ToolSpec, Usage
-from ._base import GuardChain, GuardContext, Verdict
+from ._base import GuardChain, GuardContext, Intervention
 
 
 
 @dataclass(frozen=True)
-class Trip:
+class TraceTrip:
+    """A trip the replayed guards made on a recorded trace (a live trip is :class:`~tether.guards._base.Trip`)."""
+
     seq: int                 # the event of the original trace where the guard tripped
     step: int
     guard: str
-    verdict: Verdict
+    verdict: Intervention
     after_stop: bool         # the run would already have ended before this trip
 
 
@@ -68,7 +70,7 @@ class _Replay:
         self.model_calls = 0
         self.tool_calls = 0
         self.at_ms = 0.0
-        self.trips: list[Trip] = []
+        self.trips: list[TraceTrip] = []
         self.stopped = False
 
     def ctx(self) -> GuardContext:
@@ -81,7 +83,7 @@ class _Replay:
         trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
         for trip in trips:
             v = trip.verdict
-            self.trips.append(Trip(seq, self.step, trip.guard.name, v, self.stopped))
+            self.trips.append(TraceTrip(seq, self.step, trip.guard.name, v, self.stopped))
             self.trajectory.append(GuardTripped(step=self.step, guard=trip.guard.name, rule=v.rule, verdict=v.action,
                                                 message=v.message, numbers=dict(v.numbers), at_ms=self.at_ms))
             if v.action in ("stop", "escalate"):
@@ -89,7 +91,7 @@ class _Replay:
         return decisive is not None
 
 
-async def check_trace(trajectory: Trajectory, guards: Sequence[Any]) -> list[Trip]:
+async def check_trace(trajectory: Trajectory, guards: Sequence[Any]) -> list[TraceTrip]:
     """Every trip ``guards`` would have made on ``trajectory``, in order."""
     from ..models import ModelRequest, ModelResponse
 
@@ -142,11 +144,11 @@ class RunCheck:
 
     source: str                      # a run id or a trace path
     calls: int                       # tool calls the run executed
-    trips: list[Trip]                # trips before the point the run would have ended
+    trips: list[TraceTrip]                # trips before the point the run would have ended
     error: str = ""                  # why the run could not be read (then no trips)
 
     @property
-    def stopped(self) -> Trip | None:
+    def stopped(self) -> TraceTrip | None:
         return next((t for t in self.trips if t.verdict.action in ("stop", "escalate")), None)
 
 

@@ -30,9 +30,9 @@ from .. import i18n
 from ..events import Outcome, ToolResultEvent, Trajectory
 from ..messages import ToolCallRequest, canonical_json
 from ..status import TerminalStatus
-from ._base import BaseGuard, GuardContext, Verdict
+from ._base import BaseGuard, GuardContext, Intervention
 
-Rule = Callable[[ToolCallRequest, ToolResultEvent], "str | None"]
+ResultCheck = Callable[[ToolCallRequest, ToolResultEvent], "str | None"]
 
 SUCCESS_CLAIMS = (
     "已创建", "创建成功", "已提交", "提交成功", "已下单", "下单成功", "已预订", "预订成功", "已退款", "退款成功",
@@ -63,7 +63,10 @@ def _get(data: Any, path: str) -> Any:
 
 
 @dataclass
-class Ledger:
+class CompletionLedger:
+    """What the run's tool calls did and did not get done (the side-effect ledger is
+    :class:`tether.runtime.effects.Ledger`)."""
+
     done: list[str] = field(default_factory=list)
     not_done: list[str] = field(default_factory=list)
 
@@ -78,14 +81,14 @@ def _norm(text: str) -> str:
 @dataclass
 class ResultGuard(BaseGuard):
     required_fields: dict[str, list[str]] = field(default_factory=dict)
-    rules: list[Rule] = field(default_factory=list)
+    rules: list[ResultCheck] = field(default_factory=list)
     claim_tools: list[str] | None = None      # default: the side-effecting tools of the run
     claims: tuple[str, ...] = SUCCESS_CLAIMS
     check_ids: bool = True
     name: str = "result"
     flagged: list[str] = field(default_factory=list)
 
-    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Verdict | None:
+    def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         problem = verify_result(result, self.required_fields.get(call.name, []))
         if problem is None:
             for rule in self.rules:
@@ -95,11 +98,11 @@ class ResultGuard(BaseGuard):
         if problem is None or not result.ok:
             return None
         self.flagged.append(result.call_id)
-        return Verdict("hint", "result.check", i18n.text(i18n.run_language(ctx.trajectory), "result.check",
+        return Intervention("hint", "result.check", i18n.text(i18n.run_language(ctx.trajectory), "result.check",
                                                          problem=problem), {"tool": call.name})
 
-    def ledger(self, trajectory: Trajectory) -> Ledger:
-        out = Ledger()
+    def ledger(self, trajectory: Trajectory) -> CompletionLedger:
+        out = CompletionLedger()
         for call, result in trajectory.calls_with_results():
             if result is not None and (result.outcome is Outcome.BLOCKED or (
                     result.outcome is Outcome.HELD and result.error_type != "outcome_unknown")):
@@ -117,7 +120,7 @@ class ResultGuard(BaseGuard):
                 out.done.append(f"{label} -> {_short(result.data)}")
         return out
 
-    def on_final(self, ctx: GuardContext, reply: str) -> Verdict | None:
+    def on_final(self, ctx: GuardContext, reply: str) -> Intervention | None:
         t = ctx.trajectory
         text = _norm(reply)
         claimed = [c for c in self.claims if _norm(c) in text]
@@ -130,7 +133,7 @@ class ResultGuard(BaseGuard):
                 attempts = t.calls_with_results(action_tools, executed_only=True)
                 why = ("; ".join(f"{c.tool} -> {r.error if r is not None and r.error else 'not done'}" for c, r in attempts)
                        if attempts else f"none of {', '.join(action_tools)} was called")
-                return Verdict("stop", "result.invented_completion",
+                return Intervention("stop", "result.invented_completion",
                                f"the reply claims success ({', '.join(claimed[:3])}) but no action succeeded: {why}",
                                {"claims": len(claimed), "succeeded": 0, "attempts": len(attempts)},
                                status=TerminalStatus.INVENTED_COMPLETION)
@@ -140,7 +143,7 @@ class ResultGuard(BaseGuard):
             invented = [m.group(1) for m in re.finditer(ID_PATTERN, reply, flags=re.IGNORECASE)
                         if _norm(m.group(1)) not in corpus]
             if invented:
-                return Verdict("stop", "result.invented_id",
+                return Intervention("stop", "result.invented_id",
                                f"the reply cites {', '.join(invented[:3])}, which no successful tool result contains",
                                {"invented": len(invented)}, status=TerminalStatus.INVENTED_COMPLETION)
         return None
@@ -157,4 +160,4 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["Ledger", "ResultGuard", "SUCCESS_CLAIMS", "verify_result"]
+__all__ = ["CompletionLedger", "ResultGuard", "SUCCESS_CLAIMS", "verify_result"]

@@ -1,4 +1,12 @@
-"""The Model seam, its doubles, calibration policies and spec strings."""
+"""The Model seam, its doubles, the provider adapters and spec strings.
+
+The seam and the doubles are imported eagerly; the provider adapters
+(``OpenAIChatModel``, ``AnthropicModel``) and their options load on first use.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._faces import lazy_names
 
 from ._base import (
     Model,
@@ -12,7 +20,23 @@ from ._base import (
 from .doubles import FunctionModel, MappingModel, ScriptedModel, UnmappedRequest, UnusedMappings
 from .registry import known_prefixes, register_model_prefix, resolve_model
 
-__all__ = [
+_LAZY = {
+    "AdapterStats": "._http",
+    "ModelOptions": "._http",
+    "ProviderFailure": "._http",
+    "RetryOptions": "._http",
+    "AnthropicModel": ".anthropic",
+    "OpenAIChatModel": ".openai_compat",
+}
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
+
+if TYPE_CHECKING:
+    from ._http import AdapterStats, ModelOptions, ProviderFailure, RetryOptions
+    from .anthropic import AnthropicModel
+    from .openai_compat import OpenAIChatModel
+
+__all__ = sorted([
+    *_LAZY,
     "FunctionModel",
     "MappingModel",
     "Model",
@@ -28,4 +52,4 @@ __all__ = [
     "register_model_prefix",
     "resolve_model",
     "set_model_requests_allowed",
-]
+])

@@ -4,7 +4,7 @@ The adapters (``openai_compat``, ``anthropic``) use the official SDKs for the
 transport only, with the SDK's own retries turned off. Everything a user can
 see or tune lives here, so both providers behave the same way:
 
-* :class:`RetryPolicy` / :class:`ModelOptions`: one frozen config object.
+* :class:`ModelOptions` (with its :class:`RetryOptions`): one frozen config object.
 * :func:`send_with_retries`: retries 408, 429, 5xx, timeouts and dropped
   connections with capped exponential backoff, honouring ``Retry-After``
   (seconds or an HTTP date) and ``retry-after-ms``; gives up with
@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 from ..errors import ModelFailure
 from ..messages import Decision, ToolCallRequest, ToolSpec, Usage
+from .tokens import DEFAULT_PRICES, price_of
 
 log = logging.getLogger("tether.models")
 
@@ -36,7 +37,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 # -- configuration ----------------------------------------------------------
 @dataclass(frozen=True)
-class RetryPolicy:
+class RetryOptions:
     """When and how long to retry.
 
     Retried: HTTP 408, 429 and 5xx, timeouts and dropped connections (the last
@@ -68,11 +69,11 @@ class ModelOptions:
     # Requests in flight at once to this model; None: 16, or 1 for a server on this machine
     # (llama.cpp and Ollama answer one request at a time: more only queue up and time out).
     max_connections: int | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryOptions = field(default_factory=RetryOptions)
     ask_user: bool = True             # offer the ask_user pseudo-tool (see docs/models.md)
     temperature: float | None = None
     max_tokens: int | None = None     # None: provider default (Anthropic: 4096)
-    # USD per million tokens (input, output); None: tether.guards.budget.DEFAULT_PRICES.
+    # USD per million tokens (input, output); None: tether.models.tokens.DEFAULT_PRICES.
     prices: Mapping[str, tuple[float, float]] | None = None
     extra_body: Mapping[str, Any] | None = None   # extra JSON fields sent as is
     sleep: Sleep = asyncio.sleep      # injectable for tests
@@ -258,7 +259,7 @@ async def send_with_retries(
     gets one entry per attempt: its outcome, its time on the wire and the time
     it waited for a connection slot (``wire_ms``, ``queued_ms``).
     """
-    policy = options.retry
+    retry_opts = options.retry
     secrets = list(secrets)
     attempts, waited = 0, 0.0
 
@@ -313,21 +314,21 @@ async def send_with_retries(
         if not entry["outcome"]:
             entry["wire_ms"] = round((time.perf_counter() - on_wire) * 1000, 3)
             entry["outcome"] = reason
-        if reason in ("timeout", "connection") and not policy.retry_timeouts:
+        if reason in ("timeout", "connection") and not retry_opts.retry_timeouts:
             raise fail(reason, what, status)
         retry = attempts - 1
-        if retry >= policy.max_retries or (connect_failed and retry >= policy.max_connect_retries):
+        if retry >= retry_opts.max_retries or (connect_failed and retry >= retry_opts.max_connect_retries):
             raise fail(reason, f"gave up: {what}", status)
-        delay = retry_after if retry_after is not None else policy.backoff(retry)
-        left = policy.max_total_wait - waited
+        delay = retry_after if retry_after is not None else retry_opts.backoff(retry)
+        left = retry_opts.max_total_wait - waited
         if delay > left:
             if retry_after is not None:
                 raise fail("retry_after_too_long",
                            f"{what}; the server asked to wait {retry_after:g}s (Retry-After), more than the "
-                           f"{max(left, 0):g}s left of max_total_wait={policy.max_total_wait:g}s", status)
+                           f"{max(left, 0):g}s left of max_total_wait={retry_opts.max_total_wait:g}s", status)
             raise fail(reason, f"gave up: {what}; the next backoff ({delay:.2f}s) would pass "
-                               f"max_total_wait={policy.max_total_wait:g}s", status)
-        allowed = min(policy.max_retries, policy.max_connect_retries) if connect_failed else policy.max_retries
+                               f"max_total_wait={retry_opts.max_total_wait:g}s", status)
+        allowed = min(retry_opts.max_retries, retry_opts.max_connect_retries) if connect_failed else retry_opts.max_retries
         log.warning("%s: %s (attempt %d of %d); retrying in %.2fs%s", model, redact(what, secrets), attempts,
                     allowed + 1, delay, " (Retry-After)" if retry_after is not None else "")
         await options.sleep(delay)
@@ -401,19 +402,11 @@ def make_usage(model_id: str, input_tokens: Any, output_tokens: Any, reported_co
     usage = Usage(input_tokens=_int(input_tokens), output_tokens=_int(output_tokens))
     if isinstance(reported_cost, (int, float)) and not isinstance(reported_cost, bool) and reported_cost >= 0:
         return usage.model_copy(update={"cost": float(reported_cost)})
-    from ..guards.budget import DEFAULT_PRICES, Budget  # lazy: models must not need guards at import
-
-    price = Budget(prices=dict(prices if prices is not None else DEFAULT_PRICES)).price(model_id)
+    price = price_of(model_id, prices if prices is not None else DEFAULT_PRICES)
     if price is None:
         return usage
     return usage.model_copy(update={
         "cost": (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000})
-
-
-def estimate_tokens(text: str) -> int:
-    from ..guards.budget import estimate_tokens as est
-
-    return est(text)
 
 
 # -- decisions ----------------------------------------------------------------

@@ -29,7 +29,7 @@ from ._http import (
     default_connections,
     ModelOptions,
     ProviderFailure,
-    RetryPolicy,
+    RetryOptions,
     RawCall,
     build_decision,
     make_usage,
@@ -39,7 +39,7 @@ from ._http import (
 )
 
 __all__ = [
-    "AdapterStats", "AnthropicModel", "ModelOptions", "ProviderFailure", "RetryPolicy",
+    "AdapterStats", "AnthropicModel", "ModelOptions", "ProviderFailure", "RetryOptions",
     "from_anthropic_spec", "to_anthropic_messages", "to_anthropic_tools",
 ]
 

@@ -28,18 +28,18 @@ from ._http import (
     default_connections,
     ModelOptions,
     ProviderFailure,
-    RetryPolicy,
+    RetryOptions,
     RawCall,
     build_decision,
-    estimate_tokens,
     make_usage,
     offered_tools,
     redact,
     sdk_roundtrip,
 )
+from .tokens import estimate_tokens
 
 __all__ = [
-    "AdapterStats", "ModelOptions", "OpenAIChatModel", "ProviderFailure", "RetryPolicy",
+    "AdapterStats", "ModelOptions", "OpenAIChatModel", "ProviderFailure", "RetryOptions",
     "from_compat_spec", "from_openai_spec", "to_openai_messages", "to_openai_tools",
 ]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .mismatch import (
+from ..mismatch import (
     Mismatch,
     ModelRequestMismatch,
     SemanticOutputMismatch,

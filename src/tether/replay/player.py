@@ -40,7 +40,7 @@ from ..runtime.session import SimulatedUser
 from ..tools import CallNext, ToolResult
 from .canonicalize import Canon, canonical_request, describe_difference, normalize_text
 from .cassette import Cassette, RecordedCall
-from .mismatch import (
+from ..mismatch import (
     Mismatch,
     ModelRequestMismatch,
     ToolArgumentsMismatch,

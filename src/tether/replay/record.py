@@ -50,7 +50,7 @@ def code_version(cwd: str | None = None) -> str:
 
 
 def tether_version() -> str:
-    from .. import __version__
+    from .._version import __version__
     return __version__
 
 

@@ -24,7 +24,7 @@ from ..runtime.runner import SimulatedUser
 from ..tools import ToolLayer, ToolSet
 from .canonicalize import Canon
 from .cassette import Cassette
-from .mismatch import (
+from ..mismatch import (
     Mismatch,
     ModelRequestMismatch,
     TerminalStateMismatch,

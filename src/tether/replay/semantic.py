@@ -15,7 +15,7 @@ import unicodedata
 from typing import Callable, Iterable, Protocol, runtime_checkable
 
 from .canonicalize import Whitespace, normalize_text
-from .mismatch import SemanticOutputMismatch
+from ..mismatch import SemanticOutputMismatch
 
 
 @runtime_checkable

@@ -44,7 +44,7 @@ from ..runtime.runner import SimulatedUser
 from ..tools import ToolSet
 from .canonicalize import Canon
 from .cassette import Cassette, CassetteNotFound, Environment, HistoryTurn, RecordMode, default_record_mode
-from .mismatch import ModelRequestMismatch
+from ..mismatch import ModelRequestMismatch
 from .player import KeyArgs, MatchMode
 from .record import record_run, stored_events
 from .redact import RedactionRules, Redactor, redact_with

@@ -259,6 +259,7 @@ def enable_live(flag: bool = False, *, exporter: Any = None) -> bool:
             pass
 
     session_mod.EVENT_LISTENERS.append(listener)
+    session_mod.RECORDED_LISTENERS.append(export_live)
     _LIVE.update(provider=provider, listener=listener)
     atexit.register(provider.shutdown)
     return True
@@ -272,6 +273,8 @@ def disable_live() -> None:
 
     if _LIVE["listener"] in session_mod.EVENT_LISTENERS:
         session_mod.EVENT_LISTENERS.remove(_LIVE["listener"])
+    if export_live in session_mod.RECORDED_LISTENERS:
+        session_mod.RECORDED_LISTENERS.remove(export_live)
     _LIVE["provider"].shutdown()
     _LIVE.clear()
 

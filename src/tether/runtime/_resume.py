@@ -67,10 +67,6 @@ class Replaying:
         if not self._replay:
             self._go_live()
 
-    @property
-    def replaying(self) -> bool:
-        return self._replay is not None
-
     def replayed_response(self) -> ModelResponse | None:
         """While replaying: the agent's recorded response to the request just made
         (an adapter hands it to the framework instead of asking the model); None when live."""

@@ -1,12 +1,12 @@
 """Human approval gates for risky tools (seed 002 section 9).
 
-A policy says which calls need approval: by tool name, glob, and argument
-predicates (``batch_update`` with ``count > 100``). An approver decides:
+The gate's rules (:class:`ApprovalRules`) say which calls need approval: by
+tool name, glob, and argument predicates (``batch_update`` with ``count > 100``). An approver decides:
 approve, reject, modify the arguments, escalate, or terminate. Approvers sit
 behind one small seam (``async decide(request) -> ApprovalDecision``):
 
 * :class:`CallbackApprover`: a function decides (programmatic).
-* :class:`PolicyApprover`: approves or rejects by the policy alone.
+* :class:`FixedApprover`: always approves, or always rejects, what the rules send it.
 * :class:`CLIApprover`: an interactive prompt showing what will be done, what
   it affects and why approval is needed.
 * :class:`DeferredApprover`: persists the request and pauses the run
@@ -36,11 +36,7 @@ from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from ..messages import canonical_json
 
-Action = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
-
-# The seed's high-risk set, as an example policy.
-HIGH_RISK_TOOLS = ("delete_data", "send_email", "payment", "batch_update")
-
+ApprovalAction = Literal["approve", "reject", "modify", "escalate", "terminate", "pending"]
 
 def arguments_digest(tool: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(f"{tool}\x1f{canonical_json(arguments)}".encode("utf-8")).hexdigest()
@@ -63,14 +59,16 @@ class ApprovalRule:
 
 
 @dataclass(frozen=True)
-class ApprovalPolicy:
+class ApprovalRules:
+    """The rules of one gate: the first that matches a call says why it needs approval."""
+
     rules: tuple[ApprovalRule, ...] = ()
 
     def match(self, tool: str, arguments: dict[str, Any]) -> ApprovalRule | None:
         return next((r for r in self.rules if r.matches(tool, arguments)), None)
 
     @classmethod
-    def seed_high_risk(cls) -> "ApprovalPolicy":
+    def seed_high_risk(cls) -> "ApprovalRules":
         return cls((
             ApprovalRule(("delete_*", "delete_data"), "删除数据不可逆"),
             ApprovalRule(("send_email", "send_*"), "会向外部发送消息"),
@@ -94,7 +92,7 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class ApprovalDecision:
-    action: Action
+    action: ApprovalAction
     arguments: dict[str, Any] | None = None   # for modify
     by: str = ""
     note: str = ""
@@ -185,13 +183,14 @@ def read_line(cancel: Any, poll_s: float = 0.1) -> str | None:
 
 
 @dataclass
-class PolicyApprover:
-    """Decides by policy alone: ``approve`` everything the gate sends, or ``reject`` it."""
+class FixedApprover:
+    """Always the same answer: ``approve`` everything the gate sends, or ``reject`` it.
+    (Its decisions are recorded as ``by="policy"``, as they always were.)"""
 
     action: Literal["approve", "reject"] = "reject"
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(self.action, by="policy", note=f"policy-only approver ({self.action})")
+        return ApprovalDecision(self.action, by="policy", note=f"fixed approver ({self.action})")
 
 
 @dataclass
@@ -252,10 +251,22 @@ class CLIApprover:
         return ApprovalDecision("reject", by="cli")
 
 
+# The approvers named on the command line (``--approver``) and in a run's recorded CLI recipe.
+APPROVERS = ("deferred", "cli", "deny", "allow")
+
+
+def approver_named(name: str) -> Approver:
+    """The approver ``--approver NAME`` stands for (one of :data:`APPROVERS`)."""
+    makers: dict[str, Callable[[], Approver]] = {
+        "deferred": DeferredApprover, "cli": CLIApprover,
+        "deny": lambda: FixedApprover("reject"), "allow": lambda: FixedApprover("approve")}
+    return makers[name]()
+
+
 @dataclass(frozen=True)
 class ApprovalGate:
-    policy: ApprovalPolicy
-    approver: Approver = field(default_factory=PolicyApprover)
+    rules: ApprovalRules
+    approver: Approver = field(default_factory=FixedApprover)
     timeout_s: float = 300.0                 # a synchronous decision later than this is a rejection
     deferred_expiry_s: float = 24 * 3600.0   # a deferred (tether approve) decision later than this is a rejection
 

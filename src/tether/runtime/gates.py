@@ -132,14 +132,14 @@ _STATUS = {"approve": "approved", "reject": "rejected", "modify": "modified", "e
 
 
 class ApprovalsGate:
-    """Calls the policy matches wait for a decision bound to their exact arguments."""
+    """Calls the gate's rules match wait for a decision bound to their exact arguments."""
 
     def __init__(self, gate: Any):
         self.gate = gate
 
     async def around(self, session: Any, call: ToolCallRequest, arguments: dict[str, Any],
                      proceed: Proceed) -> ToolResult:
-        rule = self.gate.policy.match(call.name, call.arguments)
+        rule = self.gate.rules.match(call.name, call.arguments)
         if rule is None:
             return await proceed(arguments)
         run_id, store = session.run_id, session.store

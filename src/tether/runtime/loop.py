@@ -26,7 +26,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 from .. import i18n
 from ..errors import LeaseLost, ModelFailure, RunAborted, RunStop, UsageError
 from ..events import AgentMessage
-from ..guards import Verdict
+from ..guards import Intervention
 from ..messages import DecisionKind, Message
 from ..models import Model, ModelRequest
 from ..status import TerminalStatus
@@ -35,7 +35,6 @@ from .session import RunResult, RunSession, Turn, model_params
 
 Ending = tuple[TerminalStatus, str, str]   # status, reply, reason
 
-FINISH_UP_PROMPT = i18n.TEXTS["finish_up"]      # by language: the run's (tether.i18n.run_language)
 
 
 @dataclass(frozen=True)
@@ -165,7 +164,7 @@ class LoopAgent:
             reply = await self._finish_up(session, stop.verdict) or reply
         return stop.status, reply, stop.reason
 
-    async def _finish_up(self, session: RunSession, verdict: Verdict) -> str:
+    async def _finish_up(self, session: RunSession, verdict: Intervention) -> str:
         s = session.state
         lang = i18n.run_language(session.trajectory)
         localized = getattr(session.stopped_by, "localized", None)

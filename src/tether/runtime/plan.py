@@ -46,8 +46,6 @@ from ..tools import ToolSet
 from .loop import AgentTask, Ending, drive
 from .session import RunConfig, RunSession, side_request
 
-PLAN_PROMPT = i18n.TEXTS["plan.prompt"]       # by language: the case's, else the goal's (tether.i18n)
-REVIEW_PROMPT = i18n.TEXTS["plan.review"]
 
 
 class PlanStep(BaseModel):

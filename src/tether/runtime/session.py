@@ -48,7 +48,7 @@ from ..events import (
     message_delta,
     outcome_of,
 )
-from ..guards import GuardContext, Verdict
+from ..guards import GuardContext, Intervention
 from ..guards._base import GuardChain, Trip
 from ..messages import Decision, Message, ToolCallRequest, Usage, canonical_json
 from ..models import Model, ModelRequest, ModelResponse
@@ -88,6 +88,9 @@ class RunConfig:
     # What kind of run this is and which eval it belongs to (recorded on run_started).
     kind: str = "run"
     eval_id: str | None = None
+    # False: a run whose state lives elsewhere (a gateway's conversation: its client
+    # holds the history) records its events only, no checkpoints; it cannot be resumed.
+    checkpoints: bool = True
 
 
 @dataclass
@@ -176,6 +179,8 @@ def _stale_lease(row: dict) -> bool:
 
 # Called with (session, event) for every event a session records (tether.report.otel's live export).
 EVENT_LISTENERS: list[Callable[["RunSession", Any], None]] = []
+# Observers of a whole run recorded in another process (a Ray worker's trial), called once it is stored here.
+RECORDED_LISTENERS: list[Callable[[Trajectory], Any]] = []
 
 _CURRENT: contextvars.ContextVar["RunSession | None"] = contextvars.ContextVar("tether_run_session", default=None)
 
@@ -310,7 +315,7 @@ class RunSession(Replaying):
         a session that lost it stops (another process took over). A boundary with
         nothing new since the last checkpoint writes nothing; a run re-reaching
         its record (resumed by replay) only renews the lease."""
-        if self.store is None:
+        if self.store is None or not self.config.checkpoints:
             return
         mark = (len(self.trajectory), self.state.step, len(self.state.pending_calls))
         if self._replay is not None or mark == self._last_checkpoint:
@@ -403,20 +408,23 @@ class RunSession(Replaying):
         return GuardContext(trajectory=self.trajectory, step=s.step, usage=s.usage,
                             elapsed_s=self.clock() - self.t0 - s.queued_s, model_calls=s.model_calls,
                             tool_calls=s.tool_calls,
-                            model_name=self.model_name, tools=self.specs)
+                            model_name=self.model_name, tools=self.specs, side_request=side_request)
 
-    async def ask(self, hook: str, *args: Any) -> Verdict | None:
+    async def ask(self, hook: str, *args: Any) -> Intervention | None:
         """Ask the guard chain at ``hook``; every trip is recorded, hints are kept
         for the model's next request, the deciding verdict (if any) is returned."""
         trips, decisive = await self.chain.ask(hook, self.ctx(), *args)
         for trip in trips:
-            self._record_trip(trip)
+            self.record_trip(trip)
         if decisive is not None:
             self.stopped_by = decisive.guard
             return decisive.verdict
         return None
 
-    def _record_trip(self, trip: Trip) -> None:
+    def record_trip(self, trip: Trip) -> None:
+        """Record a guard's verdict (a hint is kept for the model's next request).
+        ``ask`` records the chain's; a harness that decides for a guard outside
+        the chain (the LLM gateway's spent tool-call budget) records its own."""
         v = trip.verdict
         self.add(GuardTripped(step=self.state.step, guard=trip.guard.name, rule=v.rule, verdict=v.action,
                               message=v.message, numbers=dict(v.numbers)))
@@ -428,7 +436,7 @@ class RunSession(Replaying):
         hints, self.state.pending_hints = self.state.pending_hints, []
         return hints
 
-    def stop(self, verdict: Verdict) -> RunStop:
+    def stop(self, verdict: Intervention) -> RunStop:
         if verdict.action == "escalate":
             return RunStop(TerminalStatus.NEEDS_HUMAN, self.state.last_text, verdict.message, verdict)
         return RunStop(verdict.status or TerminalStatus.LOOP_ABORTED, self.state.last_text, verdict.message, verdict)
@@ -456,12 +464,15 @@ class RunSession(Replaying):
         return request
 
     def record_request(self, request: ModelRequest, *, model: str | None = None, role: str = "agent",
-                       params: dict[str, Any] | None = None) -> None:
-        """Record what the model was sent (messages as a delta against the previous request)."""
+                       params: dict[str, Any] | None = None, request_hash: str | None = None) -> None:
+        """Record what the model was sent (messages as a delta against the previous request).
+        ``request_hash``: the request's canonical hash when the caller keeps it up to date
+        as the conversation grows (the LLM gateway), instead of hashing it all again."""
         keep, added = message_delta(self._sent.get(role, []), request.messages)
         self._sent[role] = list(request.messages)
         self.add(ModelRequestEvent(step=request.step or self.state.step, message_count=len(request.messages),
-                                   tools=[t.name for t in request.tools], request_hash=request.canonical_hash(),
+                                   tools=[t.name for t in request.tools],
+                                   request_hash=request_hash or request.canonical_hash(),
                                    role=role, model=model or self.model_name, keep=keep, messages=added,  # type: ignore[arg-type]
                                    params=params or {}))
 

@@ -62,7 +62,7 @@ def check_started(started: Any, path: str) -> None:
 
 
 def _check_recipe(cli: Any, model: str, path: str) -> None:
-    from ..cli._harness import APPROVERS
+    from ..runtime.approvals import APPROVERS
 
     if not isinstance(cli, dict):
         raise _refuse(path, "meta.cli", "not an object")

@@ -144,13 +144,6 @@ def connect(path: Path, *, read_only: bool) -> tuple[sqlite3.Connection, bool]:
     raise StoreError(f"store {path} cannot be opened read-only ({last})")
 
 
-def quick_check(db: sqlite3.Connection, path: Path) -> None:
-    """``PRAGMA quick_check``: a damaged store is a StoreError naming it and how to recover."""
-    rows = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
-    if rows != ["ok"]:
-        raise StoreError(f"store {path} is damaged ({'; '.join(' '.join(str(r).split()) for r in rows)[:200]}); {recovery(path)}")
-
-
 def scan_after_error(path: Path) -> str:
     """After an I/O or corruption error: the full scan, on a connection of its own; what it found."""
     if str(path) == ":memory:" or not path.exists():

@@ -312,9 +312,6 @@ class PostgresStore:
         return eval_overview(self._q, eval_ids, results)
 
     # -- events --------------------------------------------------------------------------
-    def append_event(self, run_id: str, seq: int, event: dict) -> None:
-        self.append_events(run_id, [(seq, event)])
-
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
         from .sqlite import _chunk, _duplicate
 

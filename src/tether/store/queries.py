@@ -10,7 +10,7 @@ translated; a value without wildcards is an equality (an index lookup).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .facts import COLUMNS as METRIC_COLUMNS
 
@@ -161,10 +161,6 @@ def keep_clause(dialect: str, keep_evals: Iterable[str]) -> tuple[str, list[Any]
             clauses.append("COALESCE(eval_id, '') LIKE ? ESCAPE '\\'")
             params.append(like_pattern(glob))
     return ("(" + " OR ".join(clauses) + ")" if clauses else "(1=0)"), params
-
-
-def placeholders(values: Iterable[Any]) -> str:
-    return ",".join("?" for _ in values)
 
 
 # -- the evals list: a keyset page, then what each eval of the page holds (two queries a page)

@@ -156,13 +156,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _state_json(value: Any) -> bytes:
-    """Checkpoint state and events, written every step: UTF-8 JSON bytes (orjson
-    keeps non-ASCII as is), compact, stored as a BLOB to skip a decode and
-    re-encode; still readable: ``SELECT CAST(state AS TEXT) FROM checkpoints``."""
-    return orjson.dumps(value, default=str)
-
-
 class SQLiteStore:
     """Thread-safe enough for one process running many runs (one connection, a lock).
 
@@ -368,9 +361,6 @@ class SQLiteStore:
         return eval_overview(self._rows, eval_ids, results)
 
     # -- events ------------------------------------------------------------------
-    def append_event(self, run_id: str, seq: int, event: dict) -> None:
-        self.append_events(run_id, [(seq, event)])
-
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
         """Append a batch of consecutive (seq, event) as one chunk, in one statement
         (one transaction); a seq already stored is an error."""

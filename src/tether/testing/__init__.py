@@ -1,10 +1,15 @@
 """Helpers for testing agents and scorers with tether.
 
 The doubles live next to the seams they replace (``tether.models``:
-``ScriptedModel``, ``FunctionModel``, ``MappingModel``; ``tether.tools.doubles``:
-``Stub``, ``Fake``, ``RefundFake``, ``RecordingMock``; ``tether.tools.faults``);
-this package holds the trajectory assertions and the hand builder.
+``ScriptedModel``, ``FunctionModel``, ``MappingModel``; ``tether.tools``:
+``Stub``, ``Fake``, ``RefundFake``, ``RecordingMock`` and the fault injectors);
+this package holds the trajectory assertions, the hand builder and, loaded on
+first use, a fake OpenAI-compatible server on loopback (``FakeOpenAIServer``).
 """
+
+from typing import TYPE_CHECKING
+
+from .._faces import lazy_names
 
 from .assertions import (
     assert_args,
@@ -21,7 +26,14 @@ from .assertions import (
 )
 from .builder import TrajectoryBuilder
 
+_LAZY = {"FakeOpenAIServer": ".fake_openai", "insisting": ".fake_openai"}
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
+
+if TYPE_CHECKING:
+    from .fake_openai import FakeOpenAIServer, insisting
+
 __all__ = [
+    "FakeOpenAIServer",
     "TrajectoryBuilder",
     "assert_args",
     "assert_call_count",
@@ -33,5 +45,6 @@ __all__ = [
     "assert_status",
     "assert_tool_sequence",
     "efficiency",
+    "insisting",
     "redundant_calls",
 ]

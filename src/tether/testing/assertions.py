@@ -1,7 +1,7 @@
 """Trajectory assertions (seed 004 section 11): steps, arguments, counts, order,
 side effects, terminal state, reply, efficiency.
 
-Each failure raises one of the typed mismatches of :mod:`tether.replay.mismatch`
+Each failure raises one of the typed mismatches of :mod:`tether.mismatch` (on the :mod:`tether.replay` face)
 (all ``AssertionError``), naming the step where the run departed::
 
     assert_tool_sequence(result, [
@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence, Union
 
 from ..errors import UsageError
 from ..events import ToolCallEvent, ToolResultEvent, Trajectory
-from ..replay.mismatch import (
+from ..mismatch import (
     SemanticOutputMismatch,
     TerminalStateMismatch,
     ToolArgumentsMismatch,

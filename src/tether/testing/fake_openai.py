@@ -34,7 +34,7 @@ more than is sent), :meth:`add_wrong_content_type`.
 
 Recorded requests keep credentials out: the ``authorization`` /
 ``x-api-key`` headers are stored redacted and only a hash is kept;
-:meth:`RecordedRequest.has_credential` checks a key against it.
+:meth:`ReceivedRequest.has_credential` checks a key against it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator
 from ..errors import ScriptExhausted, ScriptLeftover
 from ..messages import Decision, DecisionKind, ToolCallRequest
 
-__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_openai_server", "insisting"]
+__all__ = ["FakeOpenAIServer", "ReceivedRequest", "fake_openai_server", "insisting"]
 
 _CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
 
@@ -60,7 +60,7 @@ def _hash(secret: str) -> str:
 
 
 @dataclass
-class RecordedRequest:
+class ReceivedRequest:
     """One request the server received (credentials redacted)."""
 
     method: str
@@ -119,7 +119,7 @@ class _Item:
     content_type: str = "text/html; charset=utf-8"
 
 
-Responder = Callable[[RecordedRequest], "Decision | str | dict[str, Any]"]
+Responder = Callable[[ReceivedRequest], "Decision | str | dict[str, Any]"]
 
 
 class FakeOpenAIServer:
@@ -131,7 +131,7 @@ class FakeOpenAIServer:
         self.model = model
         self.host = host
         self.port = port
-        self.requests: list[RecordedRequest] = []
+        self.requests: list[ReceivedRequest] = []
         self.errors: list[str] = []          # handler errors (a client gone mid-answer, ...)
         self._queue: list[_Item] = []
         self._scripted = 0
@@ -270,7 +270,7 @@ class FakeOpenAIServer:
             raise ScriptLeftover(name, self._served, self._scripted, self._served + 1)
 
     # -- serving (called from handler threads) ---------------------------------------
-    def _next(self, req: RecordedRequest) -> _Item | None:
+    def _next(self, req: ReceivedRequest) -> _Item | None:
         with self._lock:
             self.requests.append(req)
             if self._queue:
@@ -287,7 +287,7 @@ class FakeOpenAIServer:
             self._unscripted += 1
         return None
 
-    def _render_answer(self, item: _Item, req: RecordedRequest) -> dict[str, Any]:
+    def _render_answer(self, item: _Item, req: ReceivedRequest) -> dict[str, Any]:
         n = len(self.requests)
         model = req.body.get("model", self.model) if isinstance(req.body, dict) else self.model
         out_chars = len(item.text) + sum(len(c.name) + len(json.dumps(c.arguments)) for c in item.calls)
@@ -319,7 +319,7 @@ class FakeOpenAIServer:
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if item.calls else "stop"}],
                 "usage": usage}
 
-    def _error_body(self, item: _Item, req: RecordedRequest, raw_headers: dict[str, str]) -> dict[str, Any]:
+    def _error_body(self, item: _Item, req: ReceivedRequest, raw_headers: dict[str, str]) -> dict[str, Any]:
         kind = {429: "rate_limit_error", 401: "authentication_error", 400: "invalid_request_error"}.get(
             item.status, "server_error" if item.status >= 500 else "invalid_request_error")
         message = item.text
@@ -374,7 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers=headers)
 
-    def _record(self, text: str) -> tuple[RecordedRequest, dict[str, str]]:
+    def _record(self, text: str) -> tuple[ReceivedRequest, dict[str, str]]:
         raw_headers = {k.lower(): v for k, v in self.headers.items()}
         hashes: list[str] = []
         shown: dict[str, str] = {}
@@ -389,7 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(text) if text else None
         except ValueError:
             body = None
-        return RecordedRequest(self.command, self.path, shown, body, text, time.monotonic(), tuple(hashes)), raw_headers
+        return ReceivedRequest(self.command, self.path, shown, body, text, time.monotonic(), tuple(hashes)), raw_headers
 
     def do_GET(self) -> None:
         fake = self.server.fake
@@ -421,7 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):   # the client gave up (a timeout test)
             fake.errors.append("client went away")
 
-    def _serve(self, item: _Item, req: RecordedRequest, raw_headers: dict[str, str]) -> None:
+    def _serve(self, item: _Item, req: ReceivedRequest, raw_headers: dict[str, str]) -> None:
         fake = self.server.fake
         if item.kind == "answer":
             self._json(200, fake._render_answer(item, req))
@@ -458,7 +458,7 @@ def insisting(tool: str, arguments: dict[str, Any], *, final: str = "I could not
     guard's finish-up) gets ``final`` as its text answer."""
     count = [0]
 
-    def respond(req: RecordedRequest) -> Decision:
+    def respond(req: ReceivedRequest) -> Decision:
         count[0] += 1
         if not req.tool_names:
             return Decision(kind=DecisionKind.FINAL, text=final)

@@ -25,7 +25,7 @@ import inspect
 from typing import Any, Callable, Iterable, Literal, Mapping, NamedTuple, Protocol, TypeVar
 
 from ..errors import UsageError
-from ..replay.mismatch import ToolArgumentsMismatch, ToolCallCountMismatch
+from ..mismatch import ToolArgumentsMismatch, ToolCallCountMismatch
 from ._tool import CallNext, Tool, ToolResult, ToolSet, tool
 from .faults import BaseFault
 

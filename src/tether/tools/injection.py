@@ -277,9 +277,9 @@ class CaseInjection:
             for call in self.mocks[name]:
                 if params_match(call.params_match, arguments):
                     return await self._answer(call, name, "mock")
-            policy = self.unmatched[name]
-            if policy == "empty":
+            otherwise = self.unmatched[name]
+            if otherwise == "empty":
                 return ToolResult.success({}, source="mock")
-            if policy == "error":
+            if otherwise == "error":
                 return ToolResult.failure(f"no mocked result for {name} with these arguments", "not_found", source="mock")
         return await call_next(name, arguments)

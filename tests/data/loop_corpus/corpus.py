@@ -917,7 +917,7 @@ def _():
 @item("L37-reworded-code-search", "loop", "reworded search, no new results", "nanobot_warn", trip_by=7)
 def _():
     r = Run("where is the retry policy configured?", ["code_search", "read_file"])
-    for q in ("retry policy", "RetryPolicy", "retry_policy config", "max_retries setting", "retries configuration",
+    for q in ("retry policy", "RetryOptions", "retry_policy config", "max_retries setting", "retries configuration",
               "backoff policy", "retry config", "RetryConfig", "retry settings"):
         r.call("code_search", {"query": q, "repo": "acme/api"}, {"matches": []})
     return r.cut()

@@ -23,7 +23,7 @@ from typing import Iterable
 from ...errors import UsageError
 from ...tools._tool import Tool, ToolSet
 from . import flights, housing, maps, shopping, social, travel, websearch
-from ._world import DEFAULT_NOW, World
+from ._world import DEFAULT_NOW, WorldState
 
 __all__ = ["catalog_names", "scenario_tools", "scenario_toolset"]
 
@@ -70,7 +70,7 @@ _MODULE_OF = {
 def scenario_tools(now: datetime | None = None, seed: int = 0, names: Iterable[str] | None = None) -> dict[str, Tool]:
     """A fresh world and its tools, by name (in :func:`catalog_names` order);
     with ``names``, only the modules that provide them are built."""
-    world = World(now or DEFAULT_NOW, seed)
+    world = WorldState(now or DEFAULT_NOW, seed)
     wanted = list(_NAMES) if names is None else [n for n in _NAMES if n in set(names)]
     built: dict[str, Tool] = {}
     for module in dict.fromkeys(_MODULE_OF[n] for n in wanted):

@@ -1,9 +1,9 @@
 """The world object every scenario tool is bound to, plus small helpers.
 
 Seeded data lives in ``data/*.yaml`` next to this module (UTF-8, read with
-:mod:`importlib.resources`). Each :class:`World` gets its own deep copy, so
+:mod:`importlib.resources`). Each :class:`WorldState` gets its own deep copy, so
 state never leaks between worlds. Randomness only ever comes from
-:meth:`World.rng`, a :class:`random.Random` seeded with the world seed and
+:meth:`WorldState.rng`, a :class:`random.Random` seeded with the world seed and
 the call's own key, so the same seed and arguments give the same answer.
 """
 
@@ -48,7 +48,7 @@ class _LazyData(dict):
         return value
 
 
-class World:
+class WorldState:
     """Seeded data, the clock and a seeded random source."""
 
     def __init__(self, now: datetime | None = None, seed: int = 0):

@@ -5,7 +5,7 @@ Domestic cities are fully meshed; other cities fly only to their
 at most two stops. Antarctica has no commercial route at all. The date must be
 ISO ``YYYY-MM-DD`` (else ``invalid_arguments``, like a real API) and not in the
 past relative to the world's ``now``. Schedules and fares are drawn from
-``World.rng`` keyed by route and date, so they are stable per seed.
+``WorldState.rng`` keyed by route and date, so they are stable per seed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import compact
-from ._world import World, fail, find_named, haversine_km, ok, schema, text
+from ._world import WorldState, fail, find_named, haversine_km, ok, schema, text
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MAX_STOPS = 2
@@ -142,7 +142,7 @@ def _parse_date(value: str) -> date | None:
         return None
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     net = _Network(world.data["flights"])
 
     def search_flights(departure_city: str, arrival_city: str, date: str) -> Any:

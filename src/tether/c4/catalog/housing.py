@@ -14,7 +14,7 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import compact
-from ._world import World, fail, find_named, ok, schema, text
+from ._world import WorldState, fail, find_named, ok, schema, text
 
 _CITY_ID = re.compile(r"^\d{6}$")
 
@@ -27,7 +27,7 @@ def _district_key(name: str) -> str:
     return key
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     data = world.data["beike"]
     cities = {c["city_id"]: c for c in data["cities"]}
     communities = {c["community_id"]: c for c in data["communities"]}

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import GramIndex, Lexicon, compact
-from ._world import World, enum, fail, haversine_km, ok, schema, text
+from ._world import WorldState, enum, fail, haversine_km, ok, schema, text
 
 _MODES = ["transit", "driving", "walking"]
 _TRANSFER = 6  # minutes per interchange
@@ -26,7 +26,7 @@ _RANK = {"poi": 0, "station": 1, "district": 2, "city": 3}
 
 
 class _Maps:
-    def __init__(self, world: World):
+    def __init__(self, world: WorldState):
         self.world = world
         d = world.data["maps"]
         self.data = d
@@ -185,7 +185,7 @@ class _Maps:
                             "duration": f"{minutes * 60}s", "steps": steps}]}
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     m = _Maps(world)
     cities = world.data["maps"]["cities"]
 

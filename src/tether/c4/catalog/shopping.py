@@ -28,7 +28,7 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import Lexicon, compact
-from ._world import World, enum, ok, schema, text
+from ._world import WorldState, enum, ok, schema, text
 
 _FIELDS = ("id", "name", "price", "sales", "rating", "shop", "is_official")
 _LIMIT = 20
@@ -38,7 +38,7 @@ def _blob(p: dict[str, Any]) -> str:
     return compact(" ".join([p["name"], p["brand"], p["category"], *p.get("tags", [])]))
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     data = world.data["taobao"]
     products: list[dict[str, Any]] = data["products"]
     blobs = [_blob(p) for p in products]

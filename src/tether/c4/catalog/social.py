@@ -3,7 +3,7 @@
 
 Search uses idf-weighted gram overlap (see ``_text``) over the post text and
 topics, or the question title, topics and answer texts; relevant items are then sorted as asked (热度/点赞 or 时间). Posts
-without hand-written comments get comments drawn from ``World.rng`` keyed by
+without hand-written comments get comments drawn from ``WorldState.rng`` keyed by
 the post id, so they are stable per seed.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import GramIndex
-from ._world import World, enum, fail, ok, schema, text
+from ._world import WorldState, enum, fail, ok, schema, text
 
 _POST_FIELDS = ("post_id", "author", "text", "publish_time", "likes", "reposts")
 _MIN_SCORE = 0.3
 
 
-def _comments(world: World, post: dict[str, Any]) -> list[dict[str, Any]]:
+def _comments(world: WorldState, post: dict[str, Any]) -> list[dict[str, Any]]:
     if "comments" in post:
         return post["comments"]
     data = world.data["weibo"]
@@ -41,7 +41,7 @@ def _comments(world: World, post: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _weibo(world: World) -> list[Tool]:
+def _weibo(world: WorldState) -> list[Tool]:
     posts: list[dict[str, Any]] = world.data["weibo"]["posts"]
     by_id = {p["post_id"]: p for p in posts}
     index = GramIndex([f"{p['text']} {' '.join(p['topics'])} {p['author']}" for p in posts])
@@ -104,7 +104,7 @@ def _weibo(world: World) -> list[Tool]:
     ]
 
 
-def _zhihu(world: World) -> list[Tool]:
+def _zhihu(world: WorldState) -> list[Tool]:
     questions: list[dict[str, Any]] = world.data["zhihu"]["questions"]
     by_id = {q["question_id"]: q for q in questions}
     index = GramIndex([" ".join([q["title"], *q["topics"], *(a["content"] for a in q["answers"])]) for q in questions])
@@ -146,5 +146,5 @@ def _zhihu(world: World) -> list[Tool]:
     ]
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     return _weibo(world) + _zhihu(world)

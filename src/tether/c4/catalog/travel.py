@@ -22,7 +22,7 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import GramIndex, Lexicon, compact
-from ._world import World, fail, ok, schema, text
+from ._world import WorldState, fail, ok, schema, text
 
 _NEGATIONS = ("不要", "不去", "不想去", "别去", "除了", "排除", "不含", "非")
 _CROWD = {"low": 0, "medium": 1, "high": 2}
@@ -44,7 +44,7 @@ def _budget(d: dict[str, Any], days: int) -> int:
     return d["flight_cost_cny"] + days * d["daily_cost_cny"]
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     data = world.data["travel"]
     dests: list[dict[str, Any]] = data["destinations"]
     by_id = {d["destination_id"]: d for d in dests}

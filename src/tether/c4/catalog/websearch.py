@@ -12,13 +12,13 @@ from typing import Any
 
 from ...tools._tool import Tool
 from ._text import GramIndex
-from ._world import World, ok, schema, text
+from ._world import WorldState, ok, schema, text
 
 _MIN_SCORE = 0.3
 _TOP = 5
 
 
-def build(world: World) -> list[Tool]:
+def build(world: WorldState) -> list[Tool]:
     docs: list[dict[str, Any]] = world.data["web"]["docs"]
     index = GramIndex([f"{d['title']} {d['snippet']} {' '.join(d.get('keywords', []))}" for d in docs])
 

@@ -25,8 +25,8 @@ from ._assess import Assessment
 from ._extract import Task, core_words
 from ._lexicon import bigrams, norm
 from ._planner import Goal, classify, tool_infos
-from ._program import Outcome, Program, Step
-from ._transcript import Call, Conversation, QAEvent, Replay, ToolEvent
+from ._program import GoalOutcome, Program, Step
+from ._transcript import AssessedCall, Conversation, QAEvent, Replay, ToolEvent
 
 __all__ = ["finish_up", "is_finish_up"]
 
@@ -68,7 +68,7 @@ def finish_up(mode: str, task: Task, conv: Conversation, messages: list[Message]
     tools = [e for e in conv.events if isinstance(e, ToolEvent)]
     ran = [e for e in tools if not not_run(e.assessment)]
     replay = Replay(conv.events, step)
-    replay.calls = [Call(e.name, dict(e.arguments), e.assessment) for e in ran if e.assessment is not None]
+    replay.calls = [AssessedCall(e.name, dict(e.arguments), e.assessment) for e in ran if e.assessment is not None]
     replay.questions = [(e.question, e.reply) for e in conv.events if isinstance(e, QAEvent)]
     p = Program(mode, task, tool_infos(_specs(tools)), replay, today)
     p.outcomes = _outcomes(p, task)
@@ -109,8 +109,8 @@ def _type(value: Any) -> str:
 class _Group:
     def __init__(self, item: str | None, web_only: bool = False):
         self.item, self.web_only = item, web_only
-        self.calls: list[Call] = []
-        self.web: list[Call] = []
+        self.calls: list[AssessedCall] = []
+        self.web: list[AssessedCall] = []
 
     def tools(self) -> list[str]:
         return list(dict.fromkeys(c.name for c in self.calls))
@@ -128,7 +128,7 @@ def _item(task: Task, arguments: dict[str, Any]) -> str | None:
     return next((i for i in task.items if norm(i).replace(" ", "") in text), None)
 
 
-def _outcomes(p: Program, task: Task) -> list[Outcome]:
+def _outcomes(p: Program, task: Task) -> list[GoalOutcome]:
     groups: list[_Group] = []
     for c in p.replay.calls:
         if p.infos[c.name].is_web:
@@ -157,7 +157,7 @@ def _outcomes(p: Program, task: Task) -> list[Outcome]:
         if g.item is None and not g.web_only:
             clause = task.clauses[goals] if 0 < goals < len(task.clauses) else None
             goals += 1
-        out = Outcome(Goal(clause, tuple(g.tools())), g.item)
+        out = GoalOutcome(Goal(clause, tuple(g.tools())), g.item)
         for tool in g.tools():
             mine = [c for c in g.calls if c.name == tool]
             good = [c for c in mine if c.assessment.status.usable]
@@ -173,7 +173,7 @@ def _outcomes(p: Program, task: Task) -> list[Outcome]:
     return outcomes
 
 
-def _untried(task: Task, calls: list[Call], attempted: int) -> list[str]:
+def _untried(task: Task, calls: list[AssessedCall], attempted: int) -> list[str]:
     """Parts of the request no call got to: later clauses nothing in the calls or results speaks of."""
     seen = bigrams(" ".join(f"{c.name} {_blob(c.arguments)} {c.assessment.reason} {_blob(c.assessment.data)}"
                             for c in calls))

@@ -38,7 +38,7 @@ class Step:
 
 
 @dataclass
-class Outcome:
+class GoalOutcome:
     """What one goal (for one item) produced."""
 
     goal: Goal
@@ -59,7 +59,7 @@ class Program:
     def __init__(self, mode: str, task: Task, infos: dict[str, ToolInfo], replay: Replay, today: date):
         self.mode, self.task, self.infos, self.replay, self.today = mode, task, infos, replay, today
         self.plan = make_plan(task, infos)
-        self.outcomes: list[Outcome] = []
+        self.outcomes: list[GoalOutcome] = []
         self.web_queries: set[str] = set()
         # set for a finish-up answer (see _finish.py): why the run stopped, calls not run, untouched parts
         self.stopped: str | None = None
@@ -87,7 +87,7 @@ class Program:
 
     def run_goal(self, k: int, goal: Goal) -> None:
         if self.mode == STEADY and any(self.suspect(name) for name in goal.chain):
-            out = Outcome(goal, None, skipped="outage")
+            out = GoalOutcome(goal, None, skipped="outage")
             self.outcomes.append(out)
             self.fallback(out)
             return
@@ -146,8 +146,8 @@ class Program:
                 return
 
     def chain_pass(self, goal: Goal, item: str | None, ids: dict[str, list[str]] | None = None,
-                   only: tuple[str, ...] | None = None) -> Outcome:
-        out = Outcome(goal, item)
+                   only: tuple[str, ...] | None = None) -> GoalOutcome:
+        out = GoalOutcome(goal, item)
         ids = dict(ids or {})
         for name in only or goal.chain:
             info = self.infos[name]
@@ -172,7 +172,7 @@ class Program:
             out.skipped = "missing"
         return out
 
-    def paginate(self, info: ToolInfo, step: Step, ids: dict[str, list[str]], out: Outcome) -> Step | None:
+    def paginate(self, info: ToolInfo, step: Step, ids: dict[str, list[str]], out: GoalOutcome) -> Step | None:
         """Follow ``has_more`` / ``next`` (every temperament does: paging is not recovery);
         a page that fails after the mode's recovery ends it (returned)."""
         from ._planner import next_page
@@ -218,7 +218,7 @@ class Program:
                     if found:
                         ids[p.name] = found
 
-    def follow_filters(self, out: Outcome) -> None:
+    def follow_filters(self, out: GoalOutcome) -> None:
         """Quoted terms the answer must mention: try the next ids until one does."""
         from ._render import mentions_filter
 
@@ -335,7 +335,7 @@ class Program:
         mine = _tokens(name)
         return any(mine & _tokens(d) for d in down)
 
-    def fallback(self, out: Outcome) -> None:
+    def fallback(self, out: GoalOutcome) -> None:
         web = self.plan.web
         if self.mode != STEADY or web is None or out.goal.chain == (web,):
             return

@@ -18,7 +18,7 @@ __all__ = ["compose", "deadlock_text", "no_tool", "question_text", "quit_text"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._planner import Goal, Param
-    from ._program import Outcome, Program, Step
+    from ._program import GoalOutcome, Program, Step
 
 
 def _calls_text(p: Program, tool: str, start: int, end: int) -> str:
@@ -111,11 +111,11 @@ def stopped_lines(p: Program) -> list[str]:
     return out
 
 
-def _subject(p: Program, o: Outcome) -> str:
+def _subject(p: Program, o: GoalOutcome) -> str:
     return o.item or (p.task.query(o.goal.clause) if o.goal.clause else p.task.subject)
 
 
-def outcome_lines(p: Program, o: Outcome) -> list[str]:
+def outcome_lines(p: Program, o: GoalOutcome) -> list[str]:
     out = [f"关于「{_subject(p, o)}」："]
     first, last = o.steps[0], o.steps[-1]
     before = [c for c in p.replay.calls if c.name == first.tool]
@@ -151,7 +151,7 @@ def outcome_lines(p: Program, o: Outcome) -> list[str]:
     return out
 
 
-def filter_lines(p: Program, o: Outcome) -> list[str]:
+def filter_lines(p: Program, o: GoalOutcome) -> list[str]:
     out = []
     for s in o.steps:
         found = first_list(s.assessment.data)
@@ -181,7 +181,7 @@ def _money(value: float, wan: bool = False) -> str:
     return f"{value / 10000:g} 万元" if value >= 100000 else f"{value:g} 元"
 
 
-def relaxed_lines(p: Program, o: Outcome) -> list[str]:
+def relaxed_lines(p: Program, o: GoalOutcome) -> list[str]:
     t = p.task
     what = t.core or "商品"
     step = next((s for s in o.steps if any(x.name in o.relaxed for x in p.infos[s.tool].params)), o.steps[0])
@@ -209,8 +209,8 @@ def relaxed_lines(p: Program, o: Outcome) -> list[str]:
     return out
 
 
-def comparison(p: Program, outs: list[Outcome]) -> list[str]:
-    rows: list[tuple[str, dict[str, Any], Outcome]] = []
+def comparison(p: Program, outs: list[GoalOutcome]) -> list[str]:
+    rows: list[tuple[str, dict[str, Any], GoalOutcome]] = []
     for o in outs:
         data: dict[str, Any] = {}
         if o.steps:
@@ -246,7 +246,7 @@ def comparison(p: Program, outs: list[Outcome]) -> list[str]:
     return lines
 
 
-def failure_lines(p: Program, o: Outcome) -> list[str]:
+def failure_lines(p: Program, o: GoalOutcome) -> list[str]:
     subject = _subject(p, o)
     if o.skipped == "outage":
         down = sorted(p.outage_tools())

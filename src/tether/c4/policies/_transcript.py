@@ -92,7 +92,9 @@ class Emit(Exception):
 
 
 @dataclass
-class Call:
+class AssessedCall:
+    """A call the policy already made, with how its result was assessed."""
+
     name: str
     arguments: dict[str, Any]
     assessment: Assessment
@@ -103,7 +105,7 @@ class Replay:
         self.events = events
         self.pos = 0
         self.step = step
-        self.calls: list[Call] = []
+        self.calls: list[AssessedCall] = []
         self.questions: list[tuple[str, str]] = []
 
     def call(self, name: str, arguments: dict[str, Any]) -> Assessment:
@@ -111,7 +113,7 @@ class Replay:
             ev = self.events[self.pos]
             self.pos += 1
             if isinstance(ev, ToolEvent) and ev.name == name and ev.assessment is not None:
-                self.calls.append(Call(name, dict(ev.arguments), ev.assessment))
+                self.calls.append(AssessedCall(name, dict(ev.arguments), ev.assessment))
                 return ev.assessment
         raise Emit(Decision.call(name, arguments, id=f"call_{self.step}_{len(self.calls)}"))
 

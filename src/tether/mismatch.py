@@ -15,6 +15,10 @@ Seed 004 section 8.3: a replay failure must say *what* differed, not just
 
 Each carries ``step``, ``expected``, ``actual`` and a readable ``diff``; each
 is an ``AssertionError`` so pytest shows it as a test failure.
+
+The family sits low (it needs only :mod:`tether.errors`) because replay is not
+its only user: the tool doubles and the trajectory assertions raise it too.
+Users import it from :mod:`tether.replay`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import difflib
 import json
 from typing import Any
 
-from ..errors import RunAborted
+from .errors import RunAborted
 
 
 def _pretty(value: Any) -> str:

@@ -1,8 +1,8 @@
-"""Change-type policies over trajectory diffs: what each change type allows and forbids."""
+"""Change types over trajectory diffs: what each change type allows and forbids."""
 
 import pytest
 
-from tether.diff import POLICIES, Rule, SideEffects, check_policy, diff_trajectories, get_policy
+from tether.diff import CHANGE_TYPES, Rule, SideEffects, check_change_type, diff_trajectories, get_change_type
 from tether.errors import UsageError
 from tether.status import TerminalStatus
 from tether.testing import TrajectoryBuilder
@@ -18,21 +18,21 @@ def run(*calls, reply="已退款。", status=TerminalStatus.COMPLETED):
 
 
 def rules(base, new, change_type, **kw):
-    return [v.rule for v in check_policy(diff_trajectories(base, new), change_type, **kw)]
+    return [v.rule for v in check_change_type(diff_trajectories(base, new), change_type, **kw)]
 
 
 def test_every_change_type_of_the_seed_table_is_there():
-    assert set(POLICIES) == {"prompt", "tool_schema", "model", "memory", "orchestration", "performance"}
-    assert POLICIES["prompt"].label == "文案 Prompt" and POLICIES["performance"].label == "性能优化"
-    assert get_policy("tool-schema") is POLICIES["tool_schema"]
+    assert set(CHANGE_TYPES) == {"prompt", "tool_schema", "model", "memory", "orchestration", "performance"}
+    assert CHANGE_TYPES["prompt"].label == "文案 Prompt" and CHANGE_TYPES["performance"].label == "性能优化"
+    assert get_change_type("tool-schema") is CHANGE_TYPES["tool_schema"]
     with pytest.raises(UsageError, match="unknown change type 'wording'"):
-        get_policy("wording")
+        get_change_type("wording")
 
 
 def test_prompt_allows_wording_forbids_args_and_terminal():
     base = run(("create_refund", {"amount": 19900}))
     assert rules(base, run(("create_refund", {"amount": 19900}), reply="退款已提交。"), "prompt") == []
-    found = check_policy(diff_trajectories(base, run(("create_refund", {"amount": 199}))), "prompt")
+    found = check_change_type(diff_trajectories(base, run(("create_refund", {"amount": 199}))), "prompt")
     assert [(v.rule, v.message) for v in found] == [(Rule.ARGS, "call #1 create_refund.amount: 19900 -> 199")]
     assert rules(base, run(("create_refund", {"amount": 19900}), status=TerminalStatus.AWAITING_USER),
                  "prompt") == [Rule.TERMINAL]
@@ -41,7 +41,7 @@ def test_prompt_allows_wording_forbids_args_and_terminal():
 def test_prompt_allows_extra_lookups_but_not_extra_side_effects():
     base = run(("get_order", ORDER), ("create_refund", ORDER))
     assert rules(base, run(("get_order", ORDER), ("get_order", ORDER), ("create_refund", ORDER)), "prompt") == []
-    found = check_policy(diff_trajectories(base, run(("get_order", ORDER), ("create_refund", ORDER),
+    found = check_change_type(diff_trajectories(base, run(("get_order", ORDER), ("create_refund", ORDER),
                                                      ("create_refund", ORDER))), "prompt")
     assert [v.rule for v in found] == [Rule.SIDE_EFFECTS]
     assert "duplicated side effect: create_refund with the same arguments x2 (base x1)" in found[0].message
@@ -52,7 +52,7 @@ def test_tool_schema_allows_field_migration_forbids_unplanned_side_effects():
     migrated = run(("create_refund", {"amount_cents": 19900}))
     assert rules(base, migrated, "tool_schema") == []
     extra = run(("create_refund", {"amount_cents": 19900}), ("send_sms", {"to": "u1"}))
-    found = check_policy(diff_trajectories(base, extra), "tool_schema")
+    found = check_change_type(diff_trajectories(base, extra), "tool_schema")
     assert [v.message for v in found] == ["extra side effect: send_sms called 1 time(s) (base 0)"]
 
 
@@ -76,7 +76,7 @@ def test_model_allows_wording_and_steps_forbids_terminal_regression():
 def test_memory_forbids_identity_bindings_changing():
     base = run(("get_order", {"user_id": "u1", "order_id": "A1"}))
     new = run(("get_order", {"user_id": "u2", "order_id": "A1"}), reply="另一种格式")
-    found = check_policy(diff_trajectories(base, new), "memory")
+    found = check_change_type(diff_trajectories(base, new), "memory")
     assert [v.message for v in found] == ['call #1 get_order.user_id: "u1" -> "u2"']
 
 
@@ -87,7 +87,7 @@ def test_orchestration_allows_reorder_forbids_retry_storms_and_duplicate_writes(
     storm = run(("a", {}, fail), ("a", {}, fail), ("a", {}, fail), ("b", {}), ("submit_order", ORDER))
     assert set(rules(base, storm, "orchestration")) == {Rule.RECOVERY_REGRESSION}
     dup = run(("a", {}), ("b", {}), ("submit_order", ORDER), ("submit_order", ORDER))
-    found = check_policy(diff_trajectories(base, dup), "orchestration")
+    found = check_change_type(diff_trajectories(base, dup), "orchestration")
     assert [(v.rule, v.message) for v in found] == [
         (Rule.SIDE_EFFECTS, "duplicated side effect: submit_order with the same arguments x2 (base x1)"),
         (Rule.RECOVERY_REGRESSION, "max_identical 1 -> 2 (worse)")]
@@ -101,7 +101,7 @@ def test_performance_wants_less_never_more_or_different():
     assert Rule.ARGS in rules(base, run(("a", {"fast": True}), ("a", {"page": 2}), ("b", {})), "performance")
 
 
-def test_an_identical_run_passes_every_policy():
+def test_an_identical_run_passes_every_change_type():
     t = run(("get_order", ORDER), ("create_refund", {"amount": 19900}), ("send_sms", {"to": "u1"}))
-    for name in POLICIES:
-        assert check_policy(diff_trajectories(t, t), name, side_effects=["get_order"]) == [], name
+    for name in CHANGE_TYPES:
+        assert check_change_type(diff_trajectories(t, t), name, side_effects=["get_order"]) == [], name

@@ -1,8 +1,8 @@
-"""Change-type policies: which differences a kind of change may make (seed 004, section 14).
+"""Change types: which differences a kind of change may make (seed 004, section 14).
 
 Agent regression is not "zero differences": a prompt change *should* reword
 the reply. Each change type names the differences it usually allows and the
-ones it forbids; ``check_policy`` turns a diff into the list of forbidden
+ones it forbids; ``check_change_type`` turns a diff into the list of forbidden
 differences (``Violation``), each with its case, trial and a readable reason.
 
 =============  ===========  ===============================================  =============================================
@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .results import ResultsDiff, TrialDiff
-from .parts import Call, StepDiff, TrajectoryDiff
+from .parts import ComparedCall, StepDiff, TrajectoryDiff
 
 DEFAULT_SIDE_EFFECT_PREFIXES = ("create_", "submit_", "update_", "delete_", "send_", "pay_", "refund")
 
@@ -56,7 +56,7 @@ class Rule(StrEnum):
 
 
 @dataclass(frozen=True)
-class ChangePolicy:
+class ChangeType:
     name: str
     label: str                     # the seed's name for the change type
     allows: tuple[str, ...]
@@ -64,19 +64,19 @@ class ChangePolicy:
 
 
 _R = Rule
-POLICIES: dict[str, ChangePolicy] = {p.name: p for p in (
-    ChangePolicy("prompt", "文案 Prompt", ("reply wording", "steps without side effects"),
+CHANGE_TYPES: dict[str, ChangeType] = {p.name: p for p in (
+    ChangeType("prompt", "文案 Prompt", ("reply wording", "steps without side effects"),
                  (_R.ARGS, _R.TERMINAL, _R.SIDE_EFFECTS, _R.VERDICT_REGRESSION)),
-    ChangePolicy("tool_schema", "工具 Schema", ("argument changes (the planned field migration)", "reply wording", "steps"),
+    ChangeType("tool_schema", "工具 Schema", ("argument changes (the planned field migration)", "reply wording", "steps"),
                  (_R.SIDE_EFFECTS, _R.TERMINAL_REGRESSION, _R.VERDICT_REGRESSION)),
-    ChangePolicy("model", "模型版本", ("reply wording", "steps", "arguments", "recovery changes"),
+    ChangeType("model", "模型版本", ("reply wording", "steps", "arguments", "recovery changes"),
                  (_R.TERMINAL_REGRESSION, _R.VERDICT_REGRESSION, _R.SIDE_EFFECTS)),
-    ChangePolicy("memory", "Memory 结构", ("reply wording (context format)", "steps"),
+    ChangeType("memory", "Memory 结构", ("reply wording (context format)", "steps"),
                  (_R.ARGS, _R.TERMINAL_REGRESSION, _R.SIDE_EFFECTS, _R.VERDICT_REGRESSION)),
-    ChangePolicy("orchestration", "编排代码", ("step reorders (give the reason when accepting)", "other step changes",
+    ChangeType("orchestration", "编排代码", ("step reorders (give the reason when accepting)", "other step changes",
                                             "reply wording"),
                  (_R.SIDE_EFFECTS, _R.RECOVERY_REGRESSION, _R.TERMINAL_REGRESSION, _R.VERDICT_REGRESSION)),
-    ChangePolicy("performance", "性能优化", ("fewer steps, tool calls and tokens", "reply wording"),
+    ChangeType("performance", "性能优化", ("fewer steps, tool calls and tokens", "reply wording"),
                  (_R.ARGS, _R.TERMINAL, _R.RECOVERY_REGRESSION, _R.COST_INCREASE, _R.SIDE_EFFECTS,
                   _R.VERDICT_REGRESSION)),
 )}
@@ -92,7 +92,7 @@ class SideEffects:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self.tools or name.startswith(self.prefixes))
 
-    def of(self, call: "Call") -> bool:
+    def of(self, call: "ComparedCall") -> bool:
         """Is this call side-effecting: named, else as its record says, else by its name."""
         if call.tool in self.tools:
             return True
@@ -112,21 +112,21 @@ class Violation(BaseModel):
         return f"{where.strip() + ': ' if where.strip() else ''}{self.rule}: {self.message}"
 
 
-def get_policy(change_type: str | ChangePolicy) -> ChangePolicy:
-    if isinstance(change_type, ChangePolicy):
+def get_change_type(change_type: str | ChangeType) -> ChangeType:
+    if isinstance(change_type, ChangeType):
         return change_type
     try:
-        return POLICIES[change_type.replace("-", "_")]
+        return CHANGE_TYPES[change_type.replace("-", "_")]
     except KeyError:
-        raise UsageError(f"unknown change type {change_type!r}; known: {', '.join(POLICIES)}") from None
+        raise UsageError(f"unknown change type {change_type!r}; known: {', '.join(CHANGE_TYPES)}") from None
 
 
-def check_policy(diff: TrajectoryDiff | ResultsDiff, change_type: str | ChangePolicy, *,
+def check_change_type(diff: TrajectoryDiff | ResultsDiff, change_type: str | ChangeType, *,
                  side_effects: SideEffects | Iterable[str] | None = None) -> list[Violation]:
-    """The differences in ``diff`` that ``change_type`` forbids (empty: the change is within policy)."""
-    policy = get_policy(change_type)
+    """The differences in ``diff`` that ``change_type`` forbids (empty: the change is within its type)."""
+    rules = get_change_type(change_type)
     se = side_effects if isinstance(side_effects, SideEffects) else SideEffects(frozenset(side_effects or ()))
-    forbids = set(policy.forbids)
+    forbids = set(rules.forbids)
     if isinstance(diff, TrajectoryDiff):
         return [Violation(rule=r, message=m) for r, m in _trajectory(diff, forbids, se)]
     out: list[Violation] = []
