@@ -10,7 +10,7 @@ translated; a value without wildcards is an equality (an index lookup).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .facts import COLUMNS as METRIC_COLUMNS
 
