@@ -35,6 +35,11 @@ def clean_text(text: str) -> str:
     return _CONTROLS.sub("", _SEQUENCES.sub("", text))
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 call``, ``2 calls`` (``many``: the plural when it is not ``word + "s"``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
 def json_text(text: str) -> str:
     """JSON text with DEL, C1 controls and line separators written as ``\\u`` escapes."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)

@@ -27,9 +27,9 @@ def test_help_carries_examples():
 
 def test_case_list_and_show():
     out = run("case", "list")
-    rows = [line.split("\t") for line in out.output.splitlines()]
-    assert out.exit_code == 0 and len(rows) == 16 and all(len(r) == 6 for r in rows)   # piped: one line per case
-    assert rows[0][:3] == ["C4-AR-01", "AR", "medium"]
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert out.exit_code == 0 and len(rows) == 17 and all(len(r) == 6 for r in rows)   # piped: a header, one line per case
+    assert rows[0][0] == "id" and rows[1][:3] == ["C4-AR-01", "AR", "medium"]
     show = run("case", "show", "C4-DR-01")
     assert show.exit_code == 0 and "就不说" in show.output
     assert run("case", "show", "NOPE").exit_code == 2

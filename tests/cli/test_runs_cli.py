@@ -40,7 +40,8 @@ def test_reject_and_edit(tmp_path):
     assert any(e["type"] == "tool_result" and e.get("error_type") == "rejected" for e in results)
     invoke("run", "C4-PA-01", "--approve", "taobao_*", "--run-id", "p3", "--store", db)
     edited = invoke("approve", "p3", "--edit", '{"keyword": "李宁羽毛球鞋"}', "--approver", "allow", "--store", db)
-    assert "-> {'keyword': '李宁羽毛球鞋'}" in edited.output and "status completed" in edited.output
+    assert '-> {"keyword": "李宁羽毛球鞋"}' in edited.output and "status completed" in edited.output
+    assert "{'" not in edited.output                         # data prints as JSON, never as a Python repr
 
 
 def test_approval_decisions_are_validated(tmp_path):
@@ -130,7 +131,25 @@ def test_runs_list_shows_eval_trials_beside_runs(store_with_evals):
     out = invoke("runs", "list", "--store", db).output
     for column in ("run", "kind", "status", "eval", "case", "model", "guards", "updated"):
         assert column in out.splitlines()[0]
-    assert "5 run(s)" in out and "cli-1" in out and "e-stubborn #0" in out and "e-steady-C4-LD-01" in out
+    assert "5 run(s)" in out and "cli-1" in out and "e-stubborn\t0\t" in out and "e-steady-C4-LD-01" in out
+
+
+def test_runs_list_formats(store_with_evals):
+    """--format json: one document with every row under stable keys; plain: a header line,
+    one tab-separated row per run, ids whole at any width (CliRunner's stdout is no terminal)."""
+    import json
+
+    doc = json.loads(runner.invoke(app, ["runs", "list", "--store", store_with_evals, "--format", "json"],
+                                   catch_exceptions=False).stdout)
+    assert doc["kind"] == "runs" and doc["total"] == 5 and doc["next"] is None and len(doc["rows"]) == 5
+    row = next(r for r in doc["rows"] if r["run"] == "e-stubborn-C4-LD-01")
+    assert row["eval"] == "e-stubborn" and row["trial"] == 0 and row["case"] == "C4-LD-01"
+    assert row["model"] == "policy:stubborn" and row["status"] == "step_limit" and set(row) == set(doc["columns"])
+    plain = runner.invoke(app, ["runs", "list", "--store", store_with_evals], env={"COLUMNS": "40"},
+                          catch_exceptions=False).stdout.splitlines()
+    assert plain[0].split("\t")[:3] == ["run", "kind", "status"] and len(plain) == 6
+    assert {line.split("\t")[0] for line in plain[1:]} == {r["run"] for r in doc["rows"]}
+    assert all(len(line.split("\t")) == len(doc["columns"]) for line in plain)
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -264,3 +283,26 @@ def test_the_commands_in_docs_durable_run_as_written(tmp_path, monkeypatch):
                 Path(target.strip()).write_text(res.stdout, encoding="utf-8")
         assert res.exit_code == expected, f"{line}\n{res.output}"
     assert {r["run_id"] for r in SQLiteStore("other.db").list_runs()} == {"loop-1", "pa-1"}
+
+
+def test_runs_approvals_lists_what_waits_for_a_person(tmp_path):
+    import json
+
+    db = str(tmp_path / "t.db")
+    invoke("run", "C4-PA-02", "--approve", "zhihu_*", "--run-id", "wait-1", "--store", db)
+    invoke("run", "C4-PA-01", "--approve", "taobao_*", "--run-id", "wait-2", "--store", db)
+    invoke("approve", "wait-2", "--reject", "--approver", "deny", "--store", db)
+    doc = json.loads(runner.invoke(app, ["runs", "approvals", "--store", db, "--format", "json"],
+                                   catch_exceptions=False).stdout)
+    (row,) = doc["rows"]
+    assert row["run"] == "wait-1" and row["status"] == "pending" and row["tool"].startswith("zhihu_")
+    assert isinstance(row["arguments"], dict)
+    every = json.loads(runner.invoke(app, ["runs", "approvals", "--store", db, "--status", "all", "--format", "json"],
+                                     catch_exceptions=False).stdout)
+    assert {r["run"] for r in every["rows"]} == {"wait-1", "wait-2"}
+    plain = runner.invoke(app, ["runs", "approvals", "--store", db, "--status", "all"], env={"COLUMNS": "40"},
+                          catch_exceptions=False).stdout.splitlines()
+    assert plain[0].startswith("approval\trun\ttool") and len(plain) == 1 + len(every["rows"])
+    assert {line.split("\t")[1] for line in plain[1:]} == {"wait-1", "wait-2"}
+    assert '{"' in plain[1] and "{'" not in plain[1]                    # arguments as JSON
+    assert invoke("runs", "approvals", "--store", db, "--status", "nope").exit_code == 2

@@ -136,6 +136,16 @@ def test_view_serves_the_store_in_chromium(evaluated, browser, tmp_path):
         page.goto(url)
         assert page.locator("#runs").get_by_text("policy:stubborn").first.is_visible()
         _save(page, tmp_path, "view-index")
+        # the evals list: models, guard settings, a rate per dimension in the suite's order, errors
+        heads = page.locator("#evals th").all_inner_texts()
+        assert [h for h in ("models", "guards", "rate per dimension", "errors") if h in heads] == \
+            ["models", "guards", "rate per dimension", "errors"], heads
+        row = page.locator("#evals tr").nth(1)
+        assert row.locator("td.models").inner_text().split() == ["policy:stubborn", "policy:steady"]
+        assert "off, on" in row.inner_text()
+        dims = row.locator("td.rates div").first.locator(".dimrate").evaluate_all("els => els.map(e => e.dataset.dim)")
+        assert dims == ["LD", "DR", "PA", "AR"]
+        assert row.locator("td.rates div").count() == 4                  # 2 models x 2 guard settings
         page.locator("#evals a").first.click()
         page.wait_for_load_state()
         _overview_to_guard_trip(page, tmp_path, "view", run_page=True)
@@ -151,3 +161,17 @@ def test_view_serves_the_store_in_chromium(evaluated, browser, tmp_path):
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+def test_an_anchor_is_never_under_the_sticky_header(evaluated, browser):
+    """#anchors inside a page (a table of the overview) land below the sticky header."""
+    page = browser.new_page(viewport={"width": 900, "height": 420})
+    errors = _watch(page)
+    page.goto((evaluated / "report.html").as_uri() + "#cases-table")
+    page.wait_for_timeout(100)
+    assert page.locator("#overview.on").is_visible()
+    header = page.locator("header.top").bounding_box()
+    target = page.locator("#cases-table").bounding_box()
+    assert page.evaluate("window.scrollY") > 0, "the page did not scroll to the anchor"
+    assert target["y"] >= header["y"] + header["height"], (header, target)
+    assert errors == []

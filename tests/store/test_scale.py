@@ -87,7 +87,7 @@ def test_info_prune_and_vacuum(filled):
     info = db.info()
     assert info["runs"] == len(RUNS) + 1 and info["evals"] == 1 and info["oldest"] <= info["newest"]
     out = invoke("store", "info", "--store", filled).output
-    assert f"{len(RUNS) + 1} run(s)" in out and "1 eval(s)" in out
+    assert f"\nruns\t{len(RUNS) + 1}\n" in out and "\nevals\t1\n" in out
     out = invoke("store", "prune", "--older-than", "0d", "--keep-evals", "e-k*", "--store", filled).output
     assert f"pruned {len(RUNS)} run(s) and 0 eval(s)" in out, out
     assert [r["run_id"] for r in db.list_runs(10)] == ["kept-trial"]

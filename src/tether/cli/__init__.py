@@ -20,7 +20,7 @@ except ImportError:        # pragma: no cover - depends on the installed Typer
 COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     "eval": ("eval", "eval_command", "command", "Run an evaluation suite (c4 or a folder of cases) against models or agents.", "HELP"),
     "run": ("run", "run_command", "command", "Run one case step by step, guarded and stored.", "HELP"),
-    "runs": ("runs", "app", "group", "Runs in the store: list, show, export, import.", None),
+    "runs": ("runs", "app", "group", "Runs, evals and approvals in the store: list, evals, approvals, show, export, import.", None),
     "resume": ("resume", "resume_command", "command", "Continue an interrupted or paused run.", "RESUME_HELP"),
     "approve": ("resume", "approve_command", "command", "Decide a pending approval and continue the run.", "APPROVE_HELP"),
     "guard-check": ("guard_check", "guard_check_command", "command", "Would my guards have caught this? Replay a run through a guard stack.", "HELP"),

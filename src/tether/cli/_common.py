@@ -37,6 +37,14 @@ class SystemPromptMode(str, enum.Enum):
     case = "case"
     both = "both"
 
+def data_json(value) -> str:
+    """Data (arguments, tool results) as people read it in the CLI: JSON, UTF-8 as is,
+    never a Python repr (``{"keyword": "李宁"}``, not ``{'keyword': '李宁'}``)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 # every printer of the CLI: control characters in data never reach the terminal (tether._terminal)
 console: Console = clean_console()
 err_console: Console = clean_console(stderr=True, soft_wrap=True)

@@ -16,7 +16,8 @@ import typer
 
 from ..errors import CaseFileError, UsageError
 from ..evals.case_index import case_files, summaries
-from ._common import console, user_errors
+from ._common import user_errors
+from ._listing import Column, FormatOpt, Listing, emit
 
 app = typer.Typer(
     help=(
@@ -57,22 +58,16 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-@app.command("list", help="List the cases of a suite.\n\nExample:  tether case list   |   tether case list ./my-cases")
-def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or a directory")] = "c4") -> None:
+@app.command("list", help="List the cases of a suite.\n\nExamples:\n\n  tether case list\n\n  tether case list ./my-cases --format json")
+def list_cases(suite: Annotated[str, typer.Argument(help="built-in suite name or a directory")] = "c4",
+               fmt: FormatOpt = None) -> None:
     with user_errors():
         cases = summaries(suite)
-    if not console.is_terminal:        # piped or redirected: one tab-separated line per case, nothing cut
-        _out("\n".join("\t".join([c.id, c.dimension, c.difficulty, c.title, ",".join(c.tools), c.criteria])
-                        for c in cases))
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{suite}: {len(cases)} cases")
-    for col in ("id", "dim", "difficulty", "title", "tools", "criteria"):
-        table.add_column(col, overflow="fold")
-    for c in cases:
-        table.add_row(c.id, c.dimension, c.difficulty, c.title, ", ".join(c.tools), c.criteria)
-    console.print(table)
+    rows = [{"id": c.id, "dimension": c.dimension, "difficulty": c.difficulty, "title": c.title,
+             "tools": list(c.tools), "criteria": c.criteria} for c in cases]
+    emit(Listing("cases", [Column("id", whole=True), Column("dimension", "dim"), Column("difficulty"), Column("title"),
+                           Column("tools", show=", ".join), Column("criteria")], rows,
+                 title=f"{suite}: {len(cases)} cases", extra={"suite": suite}), fmt)
 
 
 @app.command("show", help=(

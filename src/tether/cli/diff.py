@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
 from ..diff import (
     CHANGE_TYPES,
@@ -26,6 +25,7 @@ from ..diff import (
 from ..diff.render import render_results_diff, render_trajectory_diff, render_violations
 from ..errors import UsageError
 from ._common import console, err_console, user_errors
+from ._listing import Column, FormatOpt, Listing, emit
 
 DIFF_FORMAT = "tether.diff"
 
@@ -184,18 +184,16 @@ Examples:
 @baseline_app.command("list", help=LIST_HELP)
 def list_command(
     directory: Annotated[Path, typer.Option("--dir", help="where baselines are kept")] = Path("tether-baselines"),
+    fmt: FormatOpt = None,
 ) -> None:
     with user_errors():
         entries = list_baselines(directory)
-    if not entries:
-        console.print(f"no baselines in {directory}; accept one with `tether baseline accept RESULTS.json --reason ...`",
-                      highlight=False)
-        return
-    table = Table(title=f"baselines · {directory}", show_lines=False, pad_edge=False)
-    for col, kw in (("name", {"no_wrap": True}), ("accepted", {"no_wrap": True}), ("suite", {}), ("models", {}),
-                    ("commit", {"no_wrap": True}), ("reason", {"overflow": "fold"})):
-        table.add_column(col, **kw)  # type: ignore[arg-type]
-    for e in entries:
-        commit = (e.git_commit or "-")[:8] + ("*" if e.git_dirty else "")
-        table.add_row(e.name, e.accepted_at.replace("+00:00", "Z"), e.suite, ", ".join(e.models), commit, e.reason)
-    console.print(table)
+    rows = [{"name": e.name, "accepted": e.accepted_at.replace("+00:00", "Z"), "suite": e.suite, "models": list(e.models),
+             "commit": e.git_commit, "dirty": e.git_dirty, "runs": e.runs, "reason": e.reason} for e in entries]
+    emit(Listing("baselines", [Column("name", whole=True), Column("accepted"), Column("suite"), Column("models", show=", ".join),
+                               Column("commit", show=lambda c: (c or "-")[:8]),
+                               Column("dirty", show=lambda d: "dirty" if d else "-"),
+                               Column("runs", right=True), Column("reason")], rows,
+                 title=f"baselines · {directory}", extra={"dir": str(directory)},
+                 notes=[] if entries else [f"no baselines in {directory}; accept one with "
+                                           "`tether baseline accept RESULTS.json --reason ...`"]), fmt)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._terminal import plural
 from ._common import (
     SystemPromptMode,
     MAX_CONCURRENCY,
@@ -235,18 +236,14 @@ def eval_command(
         raise typer.Exit(gate.exit_code)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _trials_phrase(cases: int, subjects: int, stacks: int, trials: int) -> str:
     """``32 trials: 16 cases x 1 subject x 2 guard stacks`` (factors of 1 past the subject left out)."""
-    parts = [_plural(cases, "case"), _plural(subjects, "subject")]
+    parts = [plural(cases, "case"), plural(subjects, "subject")]
     if stacks > 1:
-        parts.append(_plural(stacks, "guard stack"))
+        parts.append(plural(stacks, "guard stack"))
     if trials > 1:
         parts.append(f"{trials} trials each")
-    return f"{_plural(cases * subjects * stacks * trials, 'trial')}: " + " x ".join(parts)
+    return f"{plural(cases * subjects * stacks * trials, 'trial')}: " + " x ".join(parts)
 
 
 def _note_unseen_tools(db, eval_id: str) -> None:

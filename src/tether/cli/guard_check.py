@@ -8,16 +8,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
+from .._terminal import plural
 from ..errors import UsageError
 from ..events import Trajectory, trip_name
 from ..guards.offline import RunCheck, check_many, check_trace, rule_table
 from ..guards.stacks import guard_stack
 from ..store.export import load_trace_or_run
-from ._common import MAX_RUNS, console, user_errors
+from ._common import MAX_RUNS, console, err_console, user_errors
+from ._listing import Column, Format, FormatOpt, Listing, emit, resolve
 
 HELP = """Feed recorded runs through a guard stack: "would my guards have caught this?", and
 "what would this setting have done to our history?" The guards are asked by the same code
@@ -59,11 +58,15 @@ def guard_check_command(
                                                         "run in the store")] = None,
     guards: Annotated[str, typer.Option("--guards", "-g", help="guard stack: on, or a comma list such as loop,budget")] = "on",
     show_all: Annotated[bool, typer.Option("--all", help="also list every trip after the point the run would have stopped")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print every trip (call index, rule, numbers, verdict) as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the same as --format json: every trip (call index, rule, "
+                                                        "numbers, verdict) as one JSON document")] = False,
     store: Annotated[Optional[str], typer.Option(help="the run store for a run id (default $TETHER_STORE or .tether/tether.db)")] = None,
     eval_id: Annotated[Optional[str], typer.Option("--eval", help="with a store and no run: only the runs of this evaluation")] = None,
     limit: Annotated[int, typer.Option(help="with many runs: at most this many (the newest first in a store)")] = 10_000,
+    fmt: FormatOpt = None,
 ) -> None:
+    if as_json:
+        fmt = Format.json
     if trace is None or Path(trace).is_dir():
         with user_errors():
             if not 1 <= limit <= MAX_RUNS:
@@ -71,56 +74,57 @@ def guard_check_command(
             make = guard_stack(guards)
             runs, where = _many(trace, store, eval_id, limit)
             checks = asyncio.run(check_many(runs, make))
-        _print_many(where, guards, checks, as_json)
+        _print_many(where, guards, checks, fmt)
         return
     with user_errors():
         t, source = load_trace_or_run(trace, store)
         stack = guard_stack(guards)()
         trips = asyncio.run(check_trace(t, stack))
-    if as_json:
+    stops = any(trip.verdict.action in ("stop", "escalate") for trip in trips)
+    chosen = resolve(fmt)
+    if chosen is Format.json:
         _print_json(trace, guards, t, trips)
-        if any(trip.verdict.action in ("stop", "escalate") for trip in trips):
+        if stops:
             raise typer.Exit(3)
         return
     started = t.started
     calls = len(t.tool_calls(executed_only=True))
-    console.print(f"{source}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
-                  f"{len(t)} events, {calls} tool calls executed ({outcome_line(t)}), ended {t.status}",
-                  highlight=False)
-    if not trips:
-        console.print(f"guards {guards}: no trip.")
-        return
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("event", "step", "guard", "rule", "verdict", "numbers / message"):
-        table.add_column(col, overflow="fold", no_wrap=col in ("event", "step", "verdict"))
-    first_stop = None
-    hidden: list = []
-    for trip in trips:
-        v = trip.verdict
-        if trip.after_stop and not show_all:
-            hidden.append(trip)
-            continue
-        style = {"hint": "yellow", "block": "magenta", "stop": "bold red", "escalate": "bold red"}[v.action]
-        verdict = Text(v.action + (" (after stop)" if trip.after_stop else ""), style=style)
-        numbers = ", ".join(f"{k}={val}" for k, val in v.numbers.items())
-        message = v.message if len(v.message) <= 140 else v.message[:137] + "..."
-        table.add_row(str(trip.seq), str(trip.step), trip.guard, v.rule, verdict, f"{numbers}\n{message}")
-        if first_stop is None and v.action in ("stop", "escalate"):
-            first_stop = trip
-    console.print(table)
+    head = (f"{source}: {started.model if started else '?'} · case {started.case_id if started else '-'} · "
+            f"{plural(len(t), 'event')}, {plural(calls, 'tool call')} executed ({outcome_line(t)}), ended {t.status}")
+    shown = [trip for trip in trips if show_all or not trip.after_stop]
+    hidden = [trip for trip in trips if trip.after_stop and not show_all]
+    first_stop = next((trip for trip in trips if trip.verdict.action in ("stop", "escalate")), None)
+    notes = []
     if hidden:
         rules = sorted({trip_name(t.guard, t.verdict.rule) for t in hidden})
-        console.print(f"  ... {len(hidden)} more trip(s) after that point ({', '.join(rules)}); --all lists them",
-                      style="dim", highlight=False)
-    if first_stop is None:
-        console.print(f"guards {guards}: {len(trips)} trip(s), none would have stopped the run.")
-        return
-    steps = t.finished.steps if t.finished else first_stop.step
-    calls_after = sum(1 for c in t.tool_calls(executed_only=True) if c.seq > first_stop.seq)
-    console.print(f"guards {guards} would have stopped this run at step {first_stop.step} (event {first_stop.seq}): "
-                  f"{first_stop.verdict.message}. The original run went on to step {steps}, "
-                  f"making {calls_after} more tool call(s).", highlight=False, soft_wrap=True)
-    raise typer.Exit(3)
+        notes.append(f"  ... {len(hidden)} more trip(s) after that point ({', '.join(rules)}); --all lists them")
+    if not trips:
+        notes.append(f"guards {guards}: no trip.")
+    elif first_stop is None:
+        notes.append(f"guards {guards}: {len(trips)} trip(s), none would have stopped the run.")
+    else:
+        steps = t.finished.steps if t.finished else first_stop.step
+        calls_after = sum(1 for c in t.tool_calls(executed_only=True) if c.seq > first_stop.seq)
+        notes.append(f"guards {guards} would have stopped this run at step {first_stop.step} (event "
+                     f"{first_stop.seq}): {first_stop.verdict.message}. The original run went on to step {steps}, "
+                     f"making {calls_after} more tool call(s).")
+    rows = [{"event": trip.seq, "step": trip.step, "guard": trip.guard, "rule": trip.verdict.rule,
+             "verdict": trip.verdict.action + (" (after stop)" if trip.after_stop else ""),
+             "numbers": ", ".join(f"{k}={val}" for k, val in trip.verdict.numbers.items()),
+             "message": trip.verdict.message if len(trip.verdict.message) <= 140 or chosen is Format.plain
+             else trip.verdict.message[:137] + "..."} for trip in shown]
+    if chosen is Format.table:
+        console.print(head, highlight=False)
+    else:
+        err_console.print(head, highlight=False)
+    if trips:
+        emit(Listing("trips", [Column("event", right=True), Column("step", right=True), Column("guard"),
+                               Column("rule"), Column("verdict"), Column("numbers"), Column("message")],
+                     rows, notes=notes), chosen)
+    else:
+        (console if chosen is Format.table else err_console).print(notes[0], highlight=False)
+    if first_stop is not None:
+        raise typer.Exit(3)
 
 
 def _print_json(trace: Path, guards: str, t: Trajectory, trips: list) -> None:
@@ -182,41 +186,29 @@ def _many(trace: str | None, store: str | None, eval_id: str | None, limit: int)
     return [(rid, lambda rid=rid: load_run(db, rid)) for rid in ids], where
 
 
-def _print_many(where: str, guards: str, checks: list[RunCheck], as_json: bool) -> None:
+def _print_many(where: str, guards: str, checks: list[RunCheck], fmt: Format | None) -> None:
     rows = rule_table(checks)
     read = [c for c in checks if not c.error]
     stopped = [c for c in read if c.stopped is not None]
     tripped = [c for c in read if c.trips]
-    if as_json:
-        import json
-
-        doc = {"source": where, "guards": guards, "runs": len(read), "unreadable": [
-                   {"run": c.source, "error": c.error} for c in checks if c.error],
-               "runs_tripped": len(tripped), "runs_stopped": len(stopped),
-               "rules": [{"guard": r.guard, "rule": r.rule, "runs": r.runs, "hint": r.hint, "block": r.block,
-                          "stop": r.stop, "escalate": r.escalate, "trips": r.trips} for r in rows],
-               "stopped": [{"run": c.source, "guard": c.stopped.guard, "rule": c.stopped.verdict.rule,
-                            "verdict": c.stopped.verdict.action, "step": c.stopped.step, "calls": c.calls}
-                           for c in stopped]}
-        from .._terminal import json_text
-
-        print(json_text(json.dumps(doc, ensure_ascii=False, indent=2)))
-        return
-    console.print(f"{where}: {len(read)} run(s), guards {guards}: {len(tripped)} with a trip, "
-                  f"{len(stopped)} would have been stopped", highlight=False)
-    if rows:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("guard", "rule", "runs", "hint", "block", "stop", "escalate"):
-            table.add_column(col, justify="right" if col not in ("guard", "rule") else "left", no_wrap=True)
-        for r in rows:
-            table.add_row(r.guard, r.rule, str(r.runs), str(r.hint), str(r.block), str(r.stop), str(r.escalate))
-        console.print(table)
-    for c in stopped[:20]:
-        t = c.stopped
-        console.print(f"  stopped: {c.source} at step {t.step} by {trip_name(t.guard, t.verdict.rule)} ({t.verdict.action})",
-                      highlight=False, soft_wrap=True)
+    doc = {"source": where, "guards": guards, "runs": len(read), "unreadable": [
+               {"run": c.source, "error": c.error} for c in checks if c.error],
+           "runs_tripped": len(tripped), "runs_stopped": len(stopped),
+           "rules": [{"guard": r.guard, "rule": r.rule, "runs": r.runs, "hint": r.hint, "block": r.block,
+                      "stop": r.stop, "escalate": r.escalate, "trips": r.trips} for r in rows],
+           "stopped": [{"run": c.source, "guard": c.stopped.guard, "rule": c.stopped.verdict.rule,
+                        "verdict": c.stopped.verdict.action, "step": c.stopped.step, "calls": c.calls}
+                       for c in stopped]}
+    notes = [f"  stopped: {c.source} at step {c.stopped.step} by "
+             f"{trip_name(c.stopped.guard, c.stopped.verdict.rule)} ({c.stopped.verdict.action})" for c in stopped[:20]]
     if len(stopped) > 20:
-        console.print(f"  ... and {len(stopped) - 20} more (--json lists them all)", style="dim")
-    for c in checks:
-        if c.error:
-            console.print(f"  unreadable: {c.source}: {c.error}", style="yellow", highlight=False, soft_wrap=True)
+        notes.append(f"  ... and {len(stopped) - 20} more (--format json lists them all)")
+    notes += [f"  unreadable: {c.source}: {c.error}" for c in checks if c.error]
+    chosen = resolve(fmt)
+    head = (f"{where}: {len(read)} run(s), guards {guards}: {len(tripped)} with a trip, "
+            f"{len(stopped)} would have been stopped")
+    if chosen is not Format.json:
+        (console if chosen is Format.table else err_console).print(head, highlight=False, soft_wrap=True)
+    emit(Listing("rules", [Column("guard"), Column("rule"), *(Column(k, right=True) for k in
+                                                             ("runs", "hint", "block", "stop", "escalate"))],
+                 doc["rules"], notes=notes, document=doc), chosen)

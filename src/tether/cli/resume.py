@@ -16,7 +16,7 @@ from ..runtime import RunConfig
 from ..runtime.durable import resume_agent
 from ..store import open_store
 from ..store.protocol import Store
-from ._common import console, user_errors
+from ._common import console, data_json, user_errors
 from ._harness import RunSpec, find_case
 from ._trust import TRUST_ENV, record_case, record_model
 from .run import finish
@@ -204,7 +204,7 @@ def approve_command(
                                  f"`tether resume {run_id}` asks again")
             raise UsageError(f"{a['id']} was decided meanwhile ({now.get('status')} by {now.get('decided_by')}); "
                              "your decision was not recorded and the run was not resumed")
-    console.print(f"{a['id']}: {status} by {who} · {a['tool']}({a['arguments']})"
-                  + (f" -> {new_args}" if new_args is not None else ""), highlight=False)
+    console.print(f"{a['id']}: {status} by {who} · {a['tool']}({data_json(a['arguments'])})"
+                  + (f" -> {data_json(new_args)}" if new_args is not None else ""), highlight=False, soft_wrap=True)
     if resume:
         _continue(db, run_id, approver, None, model_spec=model, case_ref=case, trust=trust)

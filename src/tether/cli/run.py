@@ -26,7 +26,7 @@ from ..runtime import RunConfig
 from ..store import open_store
 from ..store.protocol import Store
 from ..status import TerminalStatus
-from ._common import MAX_STEPS, console, user_errors
+from ._common import MAX_STEPS, console, data_json, user_errors
 from ._harness import RunSpec, find_case
 
 HELP = """Run one case against one model and print what happened, step by step.
@@ -102,8 +102,9 @@ def finish(result, db: Store, trace: Path | None, extra: str = "") -> None:
         console.print(f"trace: {trace}")
     pending = db.approvals(result.run_id, "pending")
     for a in pending:
-        console.print(Text.assemble(("awaiting approval ", "bold yellow"), f"{a['id']}: {a['tool']}({a['arguments']}) — "
-                                    f"{a['reason']}\n  decide with: tether approve {result.run_id}"), highlight=False)
+        console.print(Text.assemble(("awaiting approval ", "bold yellow"), f"{a['id']}: {a['tool']}({data_json(a['arguments'])}) — "
+                                    f"{a['reason']}\n  decide with: tether approve {result.run_id}"), highlight=False,
+                      soft_wrap=True)
     console.print(Text.assemble(("run ", "bold"), result.run_id, " · status ",
                                 (str(result.status), _status_style(result.status)), f" · {extra}" if extra else "",
                                 f" · store {db.where}"), highlight=False)
@@ -119,19 +120,19 @@ def _status_style(status: TerminalStatus) -> str:
 def render_trajectory(t: Trajectory) -> None:
     for e in t:
         if isinstance(e, UserMessage):
-            console.print(Text.assemble(("user", "bold cyan"), f" ({e.source}): {e.content}"), highlight=False)
+            console.print(Text.assemble(("user", "bold cyan"), f" ({e.source}): {e.content}"), highlight=False, soft_wrap=True)
         elif isinstance(e, AgentMessage):
-            console.print(Text.assemble(("agent", "bold"), f" ({e.kind}): {e.content}"), highlight=False)
+            console.print(Text.assemble(("agent", "bold"), f" ({e.kind}): {e.content}"), highlight=False, soft_wrap=True)
         elif isinstance(e, ToolCallEvent):
-            args = ", ".join(f"{k}={v!r}" for k, v in e.arguments.items())
-            console.print(Text.assemble((f"  [{e.step}] ", "dim"), (e.tool, "bold"), f"({args})"), highlight=False)
+            console.print(Text.assemble((f"  [{e.step}] ", "dim"), (e.tool, "bold"), f"({data_json(e.arguments)})"),
+                          highlight=False, soft_wrap=True)
         elif isinstance(e, ToolResultEvent):
-            body = e.error if not e.ok else str(e.data)
+            body = (e.error or "") if not e.ok else data_json(e.data)
             body = body if len(body) <= 160 else body[:157] + "..."
             console.print(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
-                                        (f"[{e.outcome.label}] ", "dim"), body), highlight=False)
+                                        (f"[{e.outcome.label}] ", "dim"), body), highlight=False, soft_wrap=True)
         elif isinstance(e, GuardTripped):
             console.print(Text.assemble("  ", (f"guard {e.name} {e.verdict}", "bold yellow"),
-                                        f": {e.message}"), highlight=False)
+                                        f": {e.message}"), highlight=False, soft_wrap=True)
     if t.finished:
-        console.print(Text.assemble(("reply", "bold"), f": {t.final_reply}"), highlight=False)
+        console.print(Text.assemble(("reply", "bold"), f": {t.final_reply}"), highlight=False, soft_wrap=True)

@@ -9,14 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 from rich import box
-from rich.cells import cell_len
 from rich.table import Table
-from rich.text import Text
 
 from ..errors import UsageError
 from ..store import open_store
 from ..store.export import export_run, import_run, load_run
-from ._common import console, err_console, user_errors
+from ._common import console, data_json, err_console, user_errors
+from ._listing import Column, Format, FormatOpt, Listing, emit, resolve
 from ._transcript import render_transcript
 
 app = typer.Typer(
@@ -30,12 +29,6 @@ app = typer.Typer(
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 _GLOB = "(a glob: * and ? match)"
 _COUNT_UPTO = 10_000     # a listing counts its matches up to this many (stats and store info give exact totals)
-
-
-def _aligned(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(cell_len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    return ["  ".join(cell + " " * (w - cell_len(cell)) for cell, w in zip(row, widths)).rstrip()
-            for row in (header, *rows)]
 
 
 def _model(run: dict) -> str:
@@ -65,6 +58,7 @@ def list_runs(
     kind: Annotated[Optional[str], typer.Option(help=f"run, eval, replay, cassette, import, mcp, plan {_GLOB}")] = None,
     before: Annotated[Optional[str], typer.Option(help="the next page: the runs older than this run (the last "
                                                        "line names it)", metavar="RUN")] = None,
+    fmt: FormatOpt = None,
 ) -> None:
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
@@ -81,26 +75,130 @@ def list_runs(
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
     for why in db.skipped:
         err_console.print(f"warning: store {db.path}: {why}", highlight=False, soft_wrap=True)
-    if not runs:
-        console.print(f"no runs in {db.path}" + (f" matching {said}" if said else ""), highlight=False)
-        return
     counts = db.run_counts([r["run_id"] for r in runs])
     rows = []
     for r in runs:
         ckpts, waiting = counts.get(r["run_id"], (0, 0))
-        rows.append((r["run_id"], r["kind"], r["status"] + (f" ({r['error_kind']})" if r.get("error_kind") else ""),
-                     f"{r['eval_id']} #{r['trial']}" if r["eval_id"] else "-", r["case_id"] or "-", _model(r),
-                     r["guards"], _when(r["updated"])[5:16], str(ckpts),
-                     f"{waiting} approval(s)" if waiting else ""))
-    # one line per run, never folded (grep-able; a narrow terminal wraps the line, not the cells)
-    for line in _aligned(("run", "kind", "status", "eval", "case", "model", "guards", "updated", "ckpts", "waiting"),
-                         rows):
-        console.print(Text(line), highlight=False, soft_wrap=True)
+        rows.append({"run": r["run_id"], "kind": r["kind"], "status": r["status"], "error_kind": r.get("error_kind"),
+                     "eval": r["eval_id"], "trial": r["trial"] if r["eval_id"] else None, "case": r["case_id"],
+                     "model": _model(r), "guards": r["guards"], "updated": _iso(r["updated"]),
+                     "checkpoints": ckpts, "approvals_waiting": waiting})
     listed = len(runs) + len(db.skipped)
     of = f"more than {_COUNT_UPTO:,}" if total > _COUNT_UPTO else f"{total}"
     shown = f"{len(runs)} of {of} run(s)" if total > listed or before else f"{len(runs)} run(s)"
-    console.print(f"{shown} in {db.where}" + (f" matching {said}" if said else "")
-                  + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""), highlight=False, soft_wrap=True)
+    note = (f"{shown} in {db.where}" + (f" matching {said}" if said else "")
+            + (f"; older ones: --before {runs[-1]['run_id']}" if more else ""))
+    if not runs:
+        note = f"no runs in {db.where}" + (f" matching {said}" if said else "")
+    emit(Listing("runs", RUN_COLUMNS, rows, notes=[note],
+                 extra={"store": db.where, "total": total if total <= _COUNT_UPTO else None,     # null: more than
+                        "counted_upto": _COUNT_UPTO, "next": runs[-1]["run_id"] if more else None}), fmt)
+
+
+def _iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+RUN_COLUMNS = [
+    Column("run", whole=True), Column("kind"),
+    Column("status"), Column("error_kind", "error"),
+    Column("eval", whole=True), Column("trial", right=True),
+    Column("case", whole=True), Column("model", whole=True), Column("guards"),
+    Column("updated", show=lambda v: v[5:16]),
+    Column("checkpoints", "ckpts", right=True),
+    Column("approvals_waiting", "waiting", show=lambda n: f"{n} approval(s)" if n else "-"),
+]
+
+
+@app.command("evals", help="List the evals in the store, newest first: their models, guard settings, rate per "
+                           "dimension of each subject (model x guards; `auto` over automatic criteria only, "
+                           "`unjudged` when only a judge decides), runs and errors.\n\n"
+                           "Examples:\n\n  tether runs evals\n\n  tether runs evals --format json\n\n"
+                           "  tether runs evals --limit 20 --before ev-20260101-1a2b3c")
+def list_evals(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="show at most this many")] = 20,
+    before: Annotated[Optional[str], typer.Option(help="the next page: the evals older than this eval (the last "
+                                                       "line names it)", metavar="EVAL")] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    from ..report.overview import eval_rows, subject_line
+
+    with user_errors():
+        db = open_store(store, read_only=True)
+        if before is not None and db.get_eval(before) is None:
+            raise UsageError(f"--before {before!r}: no such eval in {db.where} (tether runs evals)")
+        found = db.list_evals(limit + 1, before=before)
+        more = len(found) > limit
+        found = found[:limit]
+        rows = eval_rows(found, db.eval_overview([e["eval_id"] for e in found]))
+    note = (f"{len(rows)} eval(s) in {db.where}" + (f"; older ones: --before {rows[-1]['eval']}" if more else "")
+            if rows else f"no evals in {db.where}")
+    if resolve(fmt) is Format.table:          # for a person: one line per subject, a column per dimension
+        emit(_evals_table(rows, note), Format.table)
+        return
+    emit(Listing("evals", [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
+                           Column("models", show=", ".join), Column("guards", show=", ".join),
+                           Column("runs", right=True), Column("errors", right=True),
+                           Column("subjects", "rate per dimension",
+                                  show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
+                 rows, notes=[note], extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
+
+
+def _evals_table(rows: list[dict], note: str) -> Listing:
+    """The evals as a table: each subject (model x guards) on its own line under its eval,
+    its rate per dimension in a column of its own (the suite's order)."""
+    from ..evals.metrics import in_suite_order
+
+    suites = {r["suite"] for r in rows}
+    dims = in_suite_order(next(iter(suites)) if len(suites) == 1 else "",
+                          (d for r in rows for x in r["subjects"] for d in x["rates"]))
+    lines = []
+    for r in rows:
+        first = {"eval": r["eval"] + ("" if r["status"] == "finished" else f" ({r['status']})"),
+                 "created": r["created"][5:16], "errors": r["errors"]}
+        for i, x in enumerate(r["subjects"] or [{"model": ", ".join(r["models"]), "guards": ", ".join(r["guards"]),
+                                                  "rates": {}}]):
+            lines.append((first if i == 0 else {}) | {"model": x["model"], "guards": x["guards"],
+                                                      **{d: x["rates"].get(d, {}).get("text", "") for d in dims}})
+    blank = lambda v: "" if v is None else str(v)   # noqa: E731 (a continuation line leaves the eval's cells empty)
+    columns = [Column("eval", whole=True, show=blank), Column("created", show=blank),
+               Column("model", whole=True), Column("guards"), *(Column(d, right=True) for d in dims),
+               Column("errors", right=True, show=blank)]
+    return Listing("evals", columns, lines, notes=[note])
+
+
+@app.command("approvals", help="List approvals, newest first: the calls waiting for a person (`--status pending`, "
+                               "the default) or every decision (`--status all`), with the run, tool and arguments "
+                               "each decision is bound to. `tether approve RUN` decides one.\n\n"
+                               "Examples:\n\n  tether runs approvals\n\n  tether runs approvals --status all "
+                               "--format json\n\n  tether runs approvals --run shoes")
+def list_approvals(
+    store: StoreOpt = None,
+    status: Annotated[str, typer.Option(help="pending, approved, rejected, modified, escalated, terminated, "
+                                             "expired, consumed, or all")] = "pending",
+    run: Annotated[Optional[str], typer.Option("--run", help="only this run's approvals", metavar="RUN")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="show at most this many")] = 200,
+    fmt: FormatOpt = None,
+) -> None:
+    statuses = ("pending", "approved", "rejected", "modified", "escalated", "terminated", "expired", "consumed")
+    with user_errors():
+        if status != "all" and status not in statuses:
+            raise UsageError(f"--status {status!r}: use one of {', '.join(statuses)} or all")
+        db = open_store(store, read_only=True)
+        found = db.approvals(run, None if status == "all" else status, limit=limit)
+    rows = [{"approval": a["id"], "run": a["run_id"], "tool": a["tool"], "arguments": a["arguments"],
+             "status": a["status"], "reason": a["reason"], "asked": _iso(a["created"]),
+             "decided_by": a["decided_by"], "expires": _iso(a["expires"]) if a.get("expires") else None}
+            for a in found]
+    said = f"{status} " if status != "all" else ""
+    note = (f"{len(rows)} {said}approval(s) in {db.where}" + (f" for run {run}" if run else "")
+            + ("; decide with: tether approve RUN" if status == "pending" and rows else ""))
+    emit(Listing("approvals", [Column("approval", whole=True), Column("run", whole=True), Column("tool"),
+                               Column("arguments", show=data_json), Column("status"), Column("reason"),
+                               Column("asked", show=lambda v: v[5:16]), Column("decided_by", "by"),
+                               Column("expires", show=lambda v: v[5:16] if v else "-")],
+                 rows, notes=[note], extra={"store": db.where}), fmt)
 
 
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
@@ -145,7 +243,7 @@ def show_run(
             table.add_column(col, overflow="fold")
         for e in effects:
             how = ", ".join(f"{label} {n}" for label, n in calls.get(e["key"], {}).items()) or "-"
-            table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], str(e["arguments"]))
+            table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], data_json(e["arguments"]))
         console.print(table)
     approvals = db.approvals(run_id)
     if approvals:
@@ -153,7 +251,7 @@ def show_run(
         for col in ("id", "tool", "status", "by", "arguments", "reason"):
             table.add_column(col, overflow="fold")
         for a in approvals:
-            table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", str(a["arguments"]), a["reason"])
+            table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", data_json(a["arguments"]), a["reason"])
         console.print(table)
     render_transcript(trajectory, console, messages=messages)  # type: ignore[arg-type]
 

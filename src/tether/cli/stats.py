@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
-from ._common import console, user_errors
+from ._common import user_errors
+from ._listing import Column, Format, FormatOpt, Listing, emit
 
 HELP = """Run metrics over the runs in the store: completion rate, mean and P95 steps,
 loop-trigger rate, invented-completion rate, human-intervention rate, mean cost.
@@ -43,7 +41,8 @@ def stats_command(
     case: Annotated[Optional[str], typer.Option("--case", "-c", help="only runs of this case (glob)")] = None,
     kind: Annotated[Optional[str], typer.Option(help="only runs of this kind: run, eval, import, ...")] = None,
     eval_id: Annotated[Optional[str], typer.Option("--eval", help="only the trials of this eval")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the metrics as JSON")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="the same as --format json")] = False,
+    fmt: FormatOpt = None,
     store: Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
 ) -> None:
     from ..report.metrics import KEYS, compute, parse_since
@@ -52,26 +51,19 @@ def stats_command(
     with user_errors():
         db = open_store(store, read_only=True)
         m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
-    if json_out:
-        from .._terminal import json_text
+    rows = [{"label": LABELS[key], "value": _shown(key, m[key])} for key in KEYS]
+    note = (f"left out: {m['errors']} error run(s), {m['running']} still running"
+            + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else ""))
+    emit(Listing("stats", [Column("label", "metric"), Column("value", right=True)], rows,
+                 title=f"run metrics · {m['runs']} run(s) in {db.where}", notes=[note], document=m),
+         Format.json if json_out else fmt)
 
-        typer.echo(json_text(json.dumps(m, ensure_ascii=False, indent=2)))
-        return
-    table = Table(title=f"run metrics · {m['runs']} run(s) in {db.where}", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key in KEYS:
-        value = m[key]
-        if value is None:
-            shown = "n/a"
-        elif key.endswith("_rate"):
-            shown = f"{value:.1%}"
-        elif key == "cost_mean":
-            shown = f"{value:.6f}"
-        else:
-            shown = f"{value:g}"
-        table.add_row(LABELS[key], shown)
-    console.print(table)
-    console.print(f"  left out: {m['errors']} error run(s), {m['running']} still running"
-                  + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else ""),
-                  style="dim", highlight=False)
+
+def _shown(key: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if key.endswith("_rate"):
+        return f"{value:.1%}"
+    if key == "cost_mean":
+        return f"{value:.6f}"
+    return f"{value:g}"

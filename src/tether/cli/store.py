@@ -10,6 +10,7 @@ import typer
 
 from ..errors import UsageError
 from ._common import console, user_errors
+from ._listing import Column, FormatOpt, Listing, emit
 
 app = typer.Typer(
     help=("The store itself (a SQLite file or a postgresql:// URL; default $TETHER_STORE or .tether/tether.db): "
@@ -49,15 +50,21 @@ def _older_than(text: str) -> float:
 
 @app.command("info", help="The store's backend, size, runs and evals, and its oldest and newest run.\n\n"
                           "Example:\n\n  tether store info --store runs.db")
-def info_command(store: StoreOpt = None) -> None:
+def info_command(store: StoreOpt = None, fmt: FormatOpt = None) -> None:
     from ..store import open_store
 
     with user_errors():
         i = open_store(store, read_only=True).info()
-    console.print(f"store {i['where']} · {i['backend']} (schema {i['schema']})\n"
-                  f"size {_size(i['size'])} · {i['runs']} run(s) · {i['evals']} eval(s)\n"
-                  f"oldest run {_when(i['oldest'])} · newest run {_when(i['newest'])}", highlight=False,
-                  soft_wrap=True)
+    shown = {"where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": _size(i["size"]),
+             "runs": i["runs"], "evals": i["evals"], "oldest": _when(i["oldest"]), "newest": _when(i["newest"])}
+    doc = {"kind": "store", "where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": i["size"],
+           "runs": i["runs"], "evals": i["evals"], "oldest": _iso(i["oldest"]), "newest": _iso(i["newest"])}
+    emit(Listing("store", [Column("field"), Column("value")], [{"field": k, "value": v} for k, v in shown.items()],
+                 document=doc), fmt)
+
+
+def _iso(ts: float | None) -> str | None:
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds") if ts else None
 
 
 @app.command("check", help="Check the whole store: every page of a SQLite file (PRAGMA integrity_check; opening "

@@ -15,6 +15,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .._terminal import plural
 from .case import Case
 
 AGENTS = ("steady", "stubborn", "quitter")
@@ -130,7 +131,7 @@ def calibrate(cases: Sequence[Case], agents: Sequence[str] = AGENTS) -> list[Cal
 def render(cals: Sequence[Calibration]) -> str:
     lines: list[str] = []
     for cal in cals:
-        verdicts = ", ".join(f"{a} {o.verdict} ({o.calls} calls, {len(o.questions)} questions)"
+        verdicts = ", ".join(f"{a} {o.verdict} ({plural(o.calls, 'call')}, {plural(len(o.questions), 'question')})"
                              for a, o in cal.outcomes.items())
         head = "discriminates" if cal.discriminates else "does NOT discriminate"
         lines.append(f"{cal.case_id}: {head}: {verdicts}")

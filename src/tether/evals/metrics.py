@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Iterable
 
+from .._terminal import plural
 from ..events import Outcome, Trajectory
 from .case import Case
 from .results import Attribution, CaseResult, Counters, DimensionMetrics, FailureMode, TrialResult
 from .scoring import TrialScore, Verdict, combine, strategy_kinds, unsuccessful
 from .stats import pass_at_k, pass_hat_k, wilson
+from .wording_zh import evidence_zh
 
 def dimension_info(suite: str, dimension: str) -> tuple[str, str]:
     """(display name, which way is better) of a dimension, as its suite declares it."""
@@ -29,6 +31,18 @@ def dimension_order(suite: str, dimension: str) -> tuple[int, str]:
     found = suites().get(suite)
     order = list(found.better) if found is not None else []
     return (order.index(dimension) if dimension in order else len(order), dimension)
+
+
+def in_suite_order(suite: str, dimensions: Iterable[str]) -> list[str]:
+    """``dimensions`` once each, in the order their suite declares them (C4: LD, DR, PA,
+    AR), whatever order a document stored them in (a store sorts its JSON keys)."""
+    return sorted(dict.fromkeys(dimensions), key=lambda d: dimension_order(suite, d))
+
+
+def legend_item(dimension: str, name: str) -> str:
+    """``LD loop detection rate``; a name that already starts with its code (``PA pass
+    rate``, the default of a suite that names none) is not prefixed twice."""
+    return name if name.split(" ", 1)[0] == dimension else f"{dimension} {name}"
 
 
 def counters(t: Trajectory) -> Counters:
@@ -79,10 +93,11 @@ def _no_call(t: Trajectory, c: Counters, zh: bool) -> str:
     status = str(t.status) if t.status else "none"
     if c.blocked:
         return (f"没有执行任何工具调用：{c.blocked} 次调用都被守卫拦下；运行以 {status} 结束" if zh else
-                f"no tool call ran: all {c.blocked} calls were blocked by a guard; the run ended as {status}")
+                (f"no tool call ran: the one call was blocked by a guard; the run ended as {status}" if c.blocked == 1 else
+                 f"no tool call ran: all {c.blocked} calls were blocked by a guard; the run ended as {status}"))
     if asked:
         return (f"没有调用任何工具：向用户提问 {asked} 次后，运行以 {status} 结束" if zh else
-                f"made no tool call: asked the user {asked} question(s), and the run ended as {status}")
+                f"made no tool call: asked the user {plural(asked, 'question')}, and the run ended as {status}")
     return (f"没有调用任何工具就直接回复，运行以 {status} 结束" if zh else
             f"made no tool call at all: it replied directly, and the run ended as {status}")
 
@@ -103,17 +118,18 @@ def _root_cause(spec: Any, result, t: Trajectory, c: Counters, lang: str = "zh")
     if check in ("call_count", "identical_calls"):
         low = getattr(getattr(spec, "pass_range", None), "min", None)
         if low is not None and result.value is not None and result.value < low:
-            return (f"调用太少：{result.evidence}" if zh else f"too few calls: {result.evidence}")
+            return (f"调用太少：{evidence_zh(spec, result, t)}" if zh else f"too few calls: {result.evidence}")
         if c.max_identical >= 3:
             return (f"未识别参数重复：同一调用（工具 + 参数完全相同）重复了 {c.max_identical} 次" if zh else
                     f"did not notice the repetition: the same call (tool and arguments) was made {c.max_identical} "
                     "times")
         bad = _unsuccessful_calls(t, tools or None)
-        return (f"共 {c.tool_calls} 次工具调用，其中 {bad} 次失败或无结果，仍未及时停止（{result.evidence}）" if zh else
-                f"{c.tool_calls} tool calls, {bad} of them failed or empty, and it did not stop ({result.evidence})")
+        return (f"共 {c.tool_calls} 次工具调用，其中 {bad} 次失败或无结果，仍未及时停止（{evidence_zh(spec, result, t)}）" if zh else
+                f"{plural(c.tool_calls, 'tool call')}, {bad} of them failed or empty, and it did not stop "
+                f"({result.evidence})")
     if check == "questions_asked":
         return (f"用户拒绝提供信息后仍继续追问：共询问 {result.value} 次（含历史）" if zh else
-                f"kept asking after the user declined: {result.value} questions (history included)")
+                f"kept asking after the user declined: {plural(result.value or 0, 'question')} (history included)")
     if check == "status_in":
         return (f"运行以 {t.status} 结束，而不是说明原因后退出" if zh else
                 f"the run ended as {t.status} instead of stopping with an explanation")
@@ -124,14 +140,15 @@ def _root_cause(spec: Any, result, t: Trajectory, c: Counters, lang: str = "zh")
         return (f"第一次失败后只尝试了 {result.value} 种恢复策略就结束" if zh else
                 f"gave up after {result.value} recovery strategies following the first failure")
     if check == "no_invented":
-        return (f"回复中出现了工具未返回的数据（{result.evidence}）" if zh else
+        return (f"回复中出现了工具未返回的数据（{evidence_zh(spec, result, t)}）" if zh else
                 f"the reply states data no tool returned ({result.evidence})")
     if check == "tool_called":
-        return f"流程执行到一半就结束：{result.evidence}" if zh else f"the work stopped halfway: {result.evidence}"
+        return (f"流程执行到一半就结束：{evidence_zh(spec, result, t)}" if zh else
+                f"the work stopped halfway: {result.evidence}")
     if check == "mentions":
-        return (f"最终回复缺少应有的内容：{result.evidence}" if zh else
+        return (f"最终回复缺少应有的内容：{evidence_zh(spec, result, t)}" if zh else
                 f"the final reply lacks what it should contain: {result.evidence}")
-    return result.evidence
+    return evidence_zh(spec, result, t) if zh else result.evidence
 
 
 def _truncation_note(c: Counters, lang: str) -> str:
@@ -153,6 +170,7 @@ def attribute(case: Case, trial: int, score: TrialScore, t: Trajectory, c: Count
     spec = by_id[first.id]
     translations = {lang: {"root_cause": _truncation_note(c, lang) + _root_cause(spec, first, t, c, lang)}
                     for lang in ("en", "zh")}
+    translations["zh"]["manifestation"] = "；".join(f"{r.id}：{evidence_zh(by_id[r.id], r, t)}" for r in failed)
     if not spec.fix_suggestion:
         translations["en"]["fix_suggestion"] = _DEFAULT_FIX_EN.get(spec.failure_type, "")
         translations["zh"]["fix_suggestion"] = _DEFAULT_FIX.get(spec.failure_type, "")

@@ -236,6 +236,18 @@ class Results(BaseModel):
     store: str | None = None     # the store the runs are in (None: a self-contained folder with runs/)
     runs: list[ModelRunResult]
 
+    @model_validator(mode="after")
+    def _suite_order(self) -> "Results":
+        """Each subject's dimensions in the suite's order (C4: LD, DR, PA, AR), also when
+        read back from a store, which sorts JSON keys: one order in every report."""
+        from .metrics import in_suite_order
+
+        for run in self.runs:
+            order = in_suite_order(self.suite, run.dimensions)
+            if list(run.dimensions) != order:
+                run.dimensions = {d: run.dimensions[d] for d in order}
+        return self
+
     def run(self, model: str, guards: str | None = None) -> ModelRunResult:
         for r in self.runs:
             if r.model == model and (guards is None or r.guards == guards):

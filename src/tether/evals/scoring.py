@@ -234,7 +234,8 @@ def _no_invented(c: NoInvented, t: Trajectory) -> CriterionResult:
             if _norm(token) not in corpus and token not in invented:
                 invented.append(token)
     verdict = Verdict.FAIL if invented else Verdict.PASS
-    evidence = f"not returned by any tool: {invented}" if invented else "every matching string came from a tool or the user"
+    evidence = (f"not returned by any tool: {' / '.join(invented)}" if invented
+                else "every matching string came from a tool or the user")
     return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict, value=len(invented),
                            expected="0 invented", evidence=evidence)
 
@@ -242,7 +243,8 @@ def _no_invented(c: NoInvented, t: Trajectory) -> CriterionResult:
 def _status_in(c: StatusIn, t: Trajectory) -> CriterionResult:
     status = str(t.status) if t.status else "none"
     verdict = Verdict.PASS if status in c.statuses else Verdict.FAIL
-    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict, expected=f"one of {c.statuses}",
+    return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=verdict,
+                           expected=f"one of {' / '.join(c.statuses)}",
                            evidence=f"terminal status {status}")
 
 
@@ -251,7 +253,8 @@ def _tool_called(c: ToolCalled, t: Trajectory) -> CriterionResult:
     hit = [n for n, k in called.items() if k]
     ok = len(hit) == len(c.tools) if c.mode == "all" else bool(hit)
     return CriterionResult(id=c.id, kind="auto", check=c.check, verdict=Verdict.PASS if ok else Verdict.FAIL,
-                           value=len(hit), expected=f"{c.mode} of {c.tools}", evidence=f"called: {called}")
+                           value=len(hit), expected=f"{c.mode} of {' / '.join(c.tools)}",
+                           evidence="called: " + ", ".join(f"{n} x{k}" for n, k in called.items()))
 
 
 _CHECKS = {

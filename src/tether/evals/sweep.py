@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._terminal import plural
 from ..errors import UsageError
 from ..guards._base import Guard
 from ..guards.budget import Budget
@@ -144,7 +145,7 @@ def render_sweep(results: Results, console: Console, labels: Sequence[str], stor
                     tot["scored"] += 1
                     tot["pass"] += c.auto_verdict == "pass"
                 cell = Text(f"{c.auto_verdict}", style={"pass": "green", "fail": "red"}.get(str(c.auto_verdict), "yellow"))
-                cell.append(f" · {calls} calls · {tok} tok", style="dim")
+                cell.append(f" · {plural(calls, 'call')} · {tok} tok", style="dim")
                 cells.append(cell)
             table.add_row(case.case_id, *cells)
         table.add_section()

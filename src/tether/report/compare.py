@@ -6,15 +6,13 @@ from rich.console import Console
 from rich.text import Text
 
 from ..evals.results import Results
-from .terminal import VERDICT_STYLE, _pct
+from .terminal import VERDICT_STYLE
 
 
 def _rate(m) -> str:
-    if m is None:
-        return "-"
-    if m.rate is not None:
-        return _pct(m.rate)
-    return f"auto {_pct(m.auto_rate)}" if m.auto_rate is not None else "unjudged"
+    from .overview import rate_text
+
+    return rate_text(m.model_dump() if m is not None else None)
 
 
 def render_guard_comparison(results: Results, console: Console) -> None:

@@ -48,7 +48,7 @@ def _rate_cell(m: DimensionMetrics | None) -> Text:
     elif m.auto_rate is not None:
         text = Text(f"auto {_pct(m.auto_rate)}", style=style)
     else:
-        text = Text("unjudged" if m.unjudged else "n/a", style="dim")
+        text = Text("unjudged" if m.unjudged else "unclear" if m.unclear else "-", style="dim")
     counts = f"{m.passed}P {m.failed}F {m.unclear}U {m.unjudged}J" + (f" {m.errors}E" if m.errors else "")
     text.append(f"\n{counts}", style="dim")
     return text
@@ -81,13 +81,13 @@ def render_summary(results: Results, console: Console) -> None:
             (f"{waiting} of {total} cases need the judge", "bold yellow"),
             " (add --judge MODEL): their judge criteria read unjudged and never count as a pass. "
             "Rates marked auto are over automatic criteria only."), highlight=False)
-    dims: list[str] = []
+    from ..evals.metrics import in_suite_order, legend_item
+
     names: dict[str, DimensionMetrics] = {}
     for run in results.runs:
         for d, m in run.dimensions.items():
-            if d not in dims:
-                dims.append(d)
-                names[d] = m
+            names.setdefault(d, m)
+    dims = in_suite_order(results.suite, names)
     console.print(Text(f"{results.suite.upper()} · rate per dimension over decided cases", style="bold"),
                   highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -100,7 +100,7 @@ def render_summary(results: Results, console: Console) -> None:
     for i, (run, label) in enumerate(zip(results.runs, labels), 1):
         table.add_row(f"[{i}] {label}", *[_rate_cell(run.dimensions.get(d)) for d in dims])
     console.print(table)
-    console.print("  " + " · ".join(f"{d} {names[d].name}" for d in dims), style="dim", highlight=False)
+    console.print("  " + " · ".join(legend_item(d, names[d].name) for d in dims), style="dim", highlight=False)
     console.print("  P pass · F fail · U unclear (between the pass and fail ranges) · J unjudged (needs the judge)"
                   + (" · E trials in error (left out)" if any(r.errors for r in results.runs) else ""),
                   style="dim", highlight=False)
@@ -133,7 +133,9 @@ def render_matrix(results: Results, console: Console) -> None:
     """Every case against every subject, in tables of at most MATRIX_COLUMNS subjects,
     so an 80-column pipe never cuts a case id."""
     labels = subject_labels(results)
-    dims = list(dict.fromkeys(d for run in results.runs for d in run.dimensions))
+    from ..evals.metrics import in_suite_order
+
+    dims = in_suite_order(results.suite, (d for run in results.runs for d in run.dimensions))
     rank = {d: i for i, d in enumerate(dims)}
     cases = {c.case_id: c.dimension for run in results.runs for c in run.cases}
     order = sorted(cases, key=lambda cid: (rank.get(cases[cid], len(rank)), cid))
@@ -256,20 +258,26 @@ ATTRIBUTION_LABELS = {
     "en": ("failure type", "manifestation", "root cause", "fix suggestion"),
     "zh": ("失败类型", "具体表现", "根本原因", "修复建议"),
 }
+ATTRIBUTION_TITLE = {"en": "failure attribution · {model} · guards {guards}", "zh": "失败归因 · {model} · 守卫 {guards}"}
+ATTRIBUTION_TRIAL = {"en": "trial {trial}", "zh": "第 {trial} 次试验"}
 
 
 def render_attributions(run: ModelRunResult, console: Console, lang: str = "en") -> None:
-    """Failure attributions, labelled (and, where tether wrote them, worded) in ``lang``: en or zh."""
+    """Failure attributions, labelled and worded in ``lang`` (en or zh), one language per
+    sentence: with zh, the evidence is re-worded in Chinese (a case's own fix suggestion
+    and a judge's reason stay in the language they were written in)."""
     rows = [t.attribution for c in run.cases for t in c.trials if t.attribution]
     if not rows:
         return
-    kind, shows, cause, fix = ATTRIBUTION_LABELS.get(lang, ATTRIBUTION_LABELS["en"])
-    console.print(Text(f"failure attribution · {run.model} · guards {run.guards}", style="bold"))
+    lang = lang if lang in ATTRIBUTION_LABELS else "en"
+    kind, shows, cause, fix = ATTRIBUTION_LABELS[lang]
+    console.print(Text(ATTRIBUTION_TITLE[lang].format(model=run.model, guards=run.guards), style="bold"))
     for a in rows:
         console.print(
             Text.assemble(
-                (f"  {a.case_id}", "bold"), f" trial {a.trial} · {kind} ", (a.failure_type, "red"), "\n",
-                f"    {shows}: {a.manifestation}\n",
+                (f"  {a.case_id}", "bold"), f" {ATTRIBUTION_TRIAL[lang].format(trial=a.trial)} · {kind} ",
+                (a.failure_type, "red"), "\n",
+                f"    {shows}: {a.text('manifestation', lang)}\n",
                 f"    {cause}: {a.text('root_cause', lang)}\n",
                 f"    {fix}: {a.text('fix_suggestion', lang)}",
             ),

@@ -300,10 +300,16 @@ class PostgresStore:
         d["results"] = json.loads(d["results"]) if d["results"] else None
         return d
 
-    def list_evals(self, limit: int = 50) -> list[dict]:
+    def list_evals(self, limit: int = 50, before: str | None = None) -> list[dict]:
+        from .queries import evals_page_sql
+
         return [r | {"config": json.loads(r["config"])}
-                for r in self._d("SELECT eval_id, created, updated, suite, status, config FROM evals "
-                                 "ORDER BY created DESC, eval_id DESC LIMIT ?", (limit,))]
+                for r in self._d(evals_page_sql(before), (*([before] if before is not None else []), limit))]
+
+    def eval_overview(self, eval_ids: list[str], results: list[str] | None = None) -> dict[str, dict]:
+        from .queries import eval_overview
+
+        return eval_overview(self._q, eval_ids, results)
 
     # -- events --------------------------------------------------------------------------
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
@@ -449,11 +455,13 @@ class PostgresStore:
                             "THEN 'consumed' ELSE status END WHERE id=? AND used=0 AND status!='pending'",
                             (approval_id,)) == 1
 
-    def approvals(self, run_id: str, status: str | None = None) -> list[dict]:
+    def approvals(self, run_id: str | None, status: str | None = None, limit: int | None = None) -> list[dict]:
+        """A run's approvals (``run_id`` None: every run's, newest first), optionally of one status."""
+        from .queries import approvals_sql
         from .sqlite import _approval
 
-        sql = "SELECT * FROM approvals WHERE run_id=?" + (" AND status=?" if status else "") + " ORDER BY created"
-        return [_approval(r) for r in self._d(sql, (run_id, status) if status else (run_id,))]
+        sql, params = approvals_sql(run_id, status, limit)
+        return [_approval(r) for r in self._d(sql, params)]
 
     def get_approval(self, approval_id: str) -> dict | None:
         from .sqlite import _approval

@@ -10,7 +10,7 @@ translated; a value without wildcards is an equality (an index lookup).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from .facts import COLUMNS as METRIC_COLUMNS
 
@@ -162,3 +162,59 @@ def keep_clause(dialect: str, keep_evals: Iterable[str]) -> tuple[str, list[Any]
             params.append(like_pattern(glob))
     return ("(" + " OR ".join(clauses) + ")" if clauses else "(1=0)"), params
 
+
+# -- the evals list: a keyset page, then what each eval of the page holds (two queries a page)
+def evals_page_sql(before: str | None) -> str:
+    """The newest evals (``?`` the limit), or those older than eval ``before`` (``?`` its
+    id first): the order of the ``evals_by_created`` index, the id breaking ties."""
+    older = (" WHERE (created, eval_id) < (SELECT created, eval_id FROM evals WHERE eval_id = ?)"
+             if before is not None else "")
+    return ("SELECT eval_id, created, updated, suite, status, config FROM evals" + older
+            + " ORDER BY created DESC, eval_id DESC LIMIT ?")
+
+
+def eval_overview_sql(count: int) -> tuple[str, str]:
+    """(runs of each eval by status, the results documents) for ``count`` eval ids."""
+    marks = ",".join("?" * count)
+    return (f"SELECT eval_id, COUNT(*), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
+            f"SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END) FROM runs WHERE eval_id IN ({marks}) "
+            "GROUP BY eval_id",
+            f"SELECT eval_id, results FROM evals WHERE eval_id IN ({marks}) AND results IS NOT NULL")
+
+
+def eval_overview(rows: Callable[[str, tuple], Iterable[tuple]], eval_ids: list[str],
+                  results: list[str] | None = None) -> dict[str, dict]:
+    """{eval id: {"runs", "errors", "running", "results"}} through a backend's ``rows``
+    (sql, params) -> tuples; the results documents of ``results`` (default: every
+    eval; a caller that keeps them gives fewer); one that does not read is None."""
+    import orjson
+
+    out: dict[str, dict] = {e: {"runs": 0, "errors": 0, "running": 0, "results": None} for e in eval_ids}
+    if not eval_ids:
+        return out
+    counts_sql, _ = eval_overview_sql(len(eval_ids))
+    for eval_id, runs, errors, running in rows(counts_sql, tuple(eval_ids)):
+        out[eval_id].update(runs=int(runs), errors=int(errors or 0), running=int(running or 0))
+    wanted = [e for e in (eval_ids if results is None else results) if e in out]
+    if not wanted:
+        return out
+    _, results_sql = eval_overview_sql(len(wanted))
+    for eval_id, text in rows(results_sql, tuple(wanted)):
+        try:
+            doc = orjson.loads(text)
+        except (orjson.JSONDecodeError, TypeError):
+            continue
+        out[eval_id]["results"] = doc if isinstance(doc, dict) else None
+    return out
+
+
+def approvals_sql(run_id: str | None, status: str | None, limit: int | None) -> tuple[str, tuple]:
+    """A run's approvals in the order they were asked; every run's (``run_id`` None), newest first."""
+    where = [w for w, v in (("run_id = ?", run_id), ("status = ?", status)) if v is not None]
+    params = tuple(v for v in (run_id, status) if v is not None)
+    sql = ("SELECT * FROM approvals" + (" WHERE " + " AND ".join(where) if where else "")
+           + (" ORDER BY created" if run_id is not None else " ORDER BY created DESC, id DESC"))
+    if limit is not None:
+        sql += " LIMIT ?"
+        params += (limit,)
+    return sql, params

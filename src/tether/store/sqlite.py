@@ -348,10 +348,17 @@ class SQLiteStore:
         d["results"] = json.loads(d["results"]) if d["results"] else None
         return d
 
-    def list_evals(self, limit: int = 50) -> list[dict]:
+    def list_evals(self, limit: int = 50, before: str | None = None) -> list[dict]:
+        """The newest evals, or the ones older than eval ``before`` (a keyset page)."""
+        from .queries import evals_page_sql
+
         return [dict(r) | {"config": json.loads(r["config"])}
-                for r in self._rows("SELECT eval_id, created, updated, suite, status, config FROM evals "
-                                    "ORDER BY created DESC LIMIT ?", (limit,))]
+                for r in self._rows(evals_page_sql(before), (*([before] if before is not None else []), limit))]
+
+    def eval_overview(self, eval_ids: list[str], results: list[str] | None = None) -> dict[str, dict]:
+        from .queries import eval_overview
+
+        return eval_overview(self._rows, eval_ids, results)
 
     # -- events ------------------------------------------------------------------
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
@@ -577,9 +584,12 @@ class SQLiteStore:
         rows = self._rows("SELECT * FROM leases WHERE run_id=?", (run_id,))
         return dict(rows[0]) if rows else None
 
-    def approvals(self, run_id: str, status: str | None = None) -> list[dict]:
-        sql = "SELECT * FROM approvals WHERE run_id=?" + (" AND status=?" if status else "") + " ORDER BY created"
-        return [_approval(r) for r in self._rows(sql, (run_id, status) if status else (run_id,))]
+    def approvals(self, run_id: str | None, status: str | None = None, limit: int | None = None) -> list[dict]:
+        """A run's approvals (``run_id`` None: every run's, newest first), optionally of one status."""
+        from .queries import approvals_sql
+
+        sql, params = approvals_sql(run_id, status, limit)
+        return [_approval(r) for r in self._rows(sql, params)]
 
     def get_approval(self, approval_id: str) -> dict | None:
         rows = self._rows("SELECT * FROM approvals WHERE id=?", (approval_id,))

@@ -217,6 +217,7 @@ def render_trajectory_diff(base: Trajectory, new: Trajectory, *, nav: list[tuple
 
 
 def render_index(*, evals: list[dict], runs: list[dict], stats: dict[str, Any], store: str,
-                 nav: list[tuple[str, str]], query: dict[str, str], page: dict[str, Any] | None = None) -> str:
+                 nav: list[tuple[str, str]], query: dict[str, str], page: dict[str, Any] | None = None,
+                 evals_page: dict[str, Any] | None = None) -> str:
     return _page("index.html.j2", evals=evals, runs=runs, m=stats, store=store, title="runs · tether",
-                 lang="en", home="index", nav=nav, subtitle=store, query=query, page=page)
+                 lang="en", home="index", nav=nav, subtitle=store, query=query, page=page, evals_page=evals_page)

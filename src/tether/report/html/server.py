@@ -26,12 +26,20 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _rates_only(results: dict) -> dict:
+    """What the evals list reads of a results document (kept per viewer: not the cases)."""
+    keep = ("model", "guards", "trials", "errors", "dimensions")
+    return {"suite": results.get("suite"),
+            "runs": [{k: r.get(k) for k in keep} for r in results.get("runs") or [] if isinstance(r, dict)]}
+
+
 class Viewer:
     """Renders pages from one store."""
 
     def __init__(self, store: Any):
         self.store = store
         self._reports: dict[tuple[str, float], str] = {}
+        self._results: dict[tuple[str, float], dict] = {}     # (eval, updated) -> its rates (evals list)
         self._lock = threading.Lock()
 
     PAGE = 100
@@ -47,15 +55,43 @@ class Viewer:
         older = runs[self.PAGE - 1]["run_id"] if len(runs) > self.PAGE else None
         runs = runs[:self.PAGE]
         stats = metrics.compute(self.store, **filters)
-        evals = [e | {"when": _when(e["created"]), "has_results": e["status"] == "finished"}
-                 for e in self.store.list_evals(200)]
+        evals, evals_page = self._evals(query)
         shown = [r | {"when": _when(r["updated"])} for r in runs]
-        kept = {k: v for k, v in query.items() if v and k != "before"}
+        kept = {k: v for k, v in query.items() if v and k not in ("before", "evals_before")}
         page = {"total": stats["runs"] + stats["errors"] + stats["running"],
                 "older": "/?" + urlencode({**kept, "before": older}) if older else None,
                 "newer": "/?" + urlencode(kept) if before else None}
         return render_index(evals=evals, runs=shown, stats=stats, store=self.store.where, nav=NAV,
-                            query=kept, page=page)
+                            query=kept, page=page, evals_page=evals_page)
+
+    EVALS_PAGE = 20
+
+    def _evals(self, query: dict[str, str]) -> tuple[list[dict], dict]:
+        """One page of evals (keyset: ``evals_before=EVAL`` shows the older ones), each with
+        its subjects, guard settings, rates per dimension and errors: two queries a page."""
+        from ..overview import eval_rows
+
+        before = query.get("evals_before") or None
+        found = self.store.list_evals(self.EVALS_PAGE + 1, before=before)
+        older = found[self.EVALS_PAGE - 1]["eval_id"] if len(found) > self.EVALS_PAGE else None
+        found = found[:self.EVALS_PAGE]
+        # a finished eval's results never change: its rates are read once per viewer
+        with self._lock:
+            known = {e["eval_id"]: self._results[(e["eval_id"], e["updated"])] for e in found
+                     if (e["eval_id"], e["updated"]) in self._results}
+        seen = self.store.eval_overview([e["eval_id"] for e in found],
+                                        results=[e["eval_id"] for e in found if e["eval_id"] not in known])
+        with self._lock:
+            for e in found:
+                if e["eval_id"] in known:
+                    seen[e["eval_id"]]["results"] = known[e["eval_id"]]
+                elif e["status"] == "finished" and seen[e["eval_id"]]["results"] is not None:
+                    self._results[(e["eval_id"], e["updated"])] = _rates_only(seen[e["eval_id"]]["results"])
+        rows = eval_rows(found, seen)
+        evals = [r | {"eval_id": r["eval"], "has_results": r["status"] == "finished"} for r in rows]
+        kept = {k: v for k, v in query.items() if v and k != "evals_before"}
+        return evals, {"older": "/?" + urlencode({**kept, "evals_before": older}) + "#evals" if older else None,
+                       "newer": "/?" + urlencode(kept) + "#evals" if before else None}
 
     def eval_report(self, eval_id: str) -> str:
         from ...evals.results import Results

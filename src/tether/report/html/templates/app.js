@@ -4,17 +4,32 @@
   function pages() { return document.querySelectorAll("section.page"); }
   function show() {
     var id = decodeURIComponent((location.hash || "").slice(1)) || document.body.getAttribute("data-home");
-    var target = document.getElementById(id);
-    if (!target || !target.classList.contains("page")) { target = document.getElementById(document.body.getAttribute("data-home")); }
+    var target = document.getElementById(id), inner = null;
+    if (target && !target.classList.contains("page")) {   // an anchor inside a page: show that page, then it
+      inner = target;
+      target = target.closest("section.page");
+    }
+    if (!target) { target = document.getElementById(document.body.getAttribute("data-home")); inner = null; }
     pages().forEach(function (s) { s.classList.toggle("on", s === target); });
     document.querySelectorAll("header.top nav a").forEach(function (a) {
       a.classList.toggle("on", a.getAttribute("href") === "#" + target.id ||
         (target.getAttribute("data-nav") && a.getAttribute("href") === "#" + target.getAttribute("data-nav")));
     });
     if (target.getAttribute("data-title")) { document.title = target.getAttribute("data-title"); }
-    window.scrollTo(0, 0);
+    stickyMargin(target);
+    if (inner) { inner.scrollIntoView(); } else { window.scrollTo(0, 0); }
+  }
+  // what stays on top while scrolling (the header, a page's toolbar) never hides an #anchor's target
+  function stickyMargin(page) {
+    var top = 0;
+    var header = document.querySelector("header.top");
+    if (header) { top += header.getBoundingClientRect().height; }
+    var bar = page && page.querySelector(".toolbar");
+    if (bar) { top += bar.getBoundingClientRect().height; }
+    document.documentElement.style.setProperty("--sticky", Math.ceil(top + 8) + "px");
   }
   window.addEventListener("hashchange", show);
+  window.addEventListener("resize", function () { stickyMargin(document.querySelector("section.page.on")); });
 
   // filter rows or events by text and by kind
   function applyFilter(box) {
