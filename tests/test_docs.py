@@ -22,9 +22,10 @@ A comment right before a block (after the previous block) changes that:
 * ``<!-- docs-test: slow -->``: run only with ``pytest -m slow`` (the default run
   skips it, and says so).
 
-Each page's test prints how many blocks it ran and skipped, with the reasons
-(``pytest tests/test_docs.py -rP``; ``python tests/test_docs.py`` prints the table
-for every page).
+One test per block (``pytest tests/test_docs.py -k durable`` runs one page's), in page
+order, the blocks of a page sharing its folder; a block selected alone first runs the
+blocks before it. The end of the run says how many blocks each page ran and skipped,
+with the reasons (``python tests/test_docs.py`` prints the table for every page).
 """
 
 from __future__ import annotations
@@ -295,23 +296,87 @@ def run_page(page: str, *, slow: bool) -> Report:
     return report
 
 
-REPORTS: dict[str, Report] = {}
+# -- one test per block ------------------------------------------------------------------------------------------
+
+RUNNABLE = SHELL | PYTHON | {"yaml", "yml", "json", "toml"}
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_block_runs(page, request):
-    report = run_page(page, slow=False)
-    REPORTS[page] = report
-    if not hasattr(request.config, "docs_blocks_report"):      # printed at the end by tests/conftest.py
-        request.config.docs_blocks_report = {}
-    request.config.docs_blocks_report[page] = report.text()
-    print(report.text())
+class PageRun:
+    """One page's scratch folder, shared by the tests of its blocks, which run in page order."""
+
+    def __init__(self, page: str, folder: Path):
+        self.page, self.folder, self.env = page, folder, scratch_env(folder)
+        self.report = Report(page)
+        self.done: set[int] = set()
+        self.failed: Block | None = None
+
+    def run(self, block: Block) -> None:
+        started = time.monotonic()
+        try:
+            kind = run_block(block, self.folder, self.env)
+        except BaseException:
+            self.failed = block
+            raise
+        finally:
+            self.done.add(block.index)
+        self.report.seconds[block.index] = time.monotonic() - started
+        (self.report.files if kind == "file" else self.report.ran).append(block)
+
+    def run_up_to(self, block: Block) -> None:
+        """Run the earlier blocks this one builds on that no test ran yet (after a ``-k`` selection, or for a
+        slow block under ``-m slow``); slow blocks only before a slow block, as the default run never runs them."""
+        if self.failed is not None:
+            pytest.skip(f"not run: {self.failed.where} failed before it, and this page's blocks build on each other")
+        for earlier in blocks(self.page)[:block.index - 1]:
+            if earlier.index in self.done or earlier.marker == "skip" or (earlier.marker == "slow" != block.marker):
+                continue
+            self.run(earlier)
+
+    def text(self) -> str:
+        report = Report(self.page, self.report.ran, [], self.report.files, self.report.seconds)
+        for b in blocks(self.page):
+            if b.marker == "skip":
+                report.skipped.append((b, b.arg.strip("() ")))
+            elif b.marker == "slow" and b.index not in self.done:
+                report.skipped.append((b, "slow: runs with `pytest -m slow`"))
+        return report.text()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", [p for p in PAGES if any(b.marker == "slow" for b in blocks(p))])
-def test_every_block_runs_slow_ones_too(page):
-    print(run_page(page, slow=True).text())
+def _block_params() -> list:
+    params = []
+    for page in PAGES:
+        for b in blocks(page):
+            if b.marker == "skip" or (b.marker != "file" and b.lang not in RUNNABLE):
+                continue                     # skipped (reported at the end) or text: nothing to run
+            params.append(pytest.param(page, b.index, id=f"{page}:{b.line}:{b.lang}",
+                                       marks=[pytest.mark.slow] if b.marker == "slow" else []))
+    return params
+
+
+@pytest.fixture(scope="module")
+def page_runs():
+    runs: dict[str, PageRun] = {}
+    with tempfile.TemporaryDirectory(prefix="docs-test-") as tmp:
+        def get(page: str) -> PageRun:
+            if page not in runs:
+                folder = Path(tmp) / f"page-{len(runs)}"
+                folder.mkdir()
+                runs[page] = PageRun(page, folder)
+            return runs[page]
+        yield get
+
+
+@pytest.mark.parametrize("page, index", _block_params())
+def test_block_runs(page, index, page_runs, request):
+    run = page_runs(page)
+    block = blocks(page)[index - 1]
+    run.run_up_to(block)
+    try:
+        run.run(block)
+    finally:
+        if not hasattr(request.config, "docs_blocks_report"):      # printed at the end by tests/conftest.py
+            request.config.docs_blocks_report = {}
+        request.config.docs_blocks_report[page] = run.text()
 
 
 def test_markers_are_well_formed():
