@@ -55,6 +55,11 @@ TIMEOUT = 240          # seconds per block: a guard against a hang, not a perfor
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 MARKER = re.compile(r"<!--\s*docs-test:\s*(?P<kind>skip|file|slow)\b\s*(?P<arg>.*?)\s*-->", re.S)
 EXIT = re.compile(r"\bexits? (\d+)(?: or (\d+))?")
+# shell blocks another test runs as written, checking what they print too: not run twice (page, start of the section's heading)
+ELSEWHERE = {
+    ("README.md", "## Durable runs"): "tests/test_readme_flows.py runs these commands and checks their output",
+    ("README.md", "## Testing your agent"): "tests/test_readme_flows.py runs these commands and checks their output",
+}
 
 
 @dataclass
@@ -97,6 +102,10 @@ def blocks(page: str) -> list[Block]:
         markers = list(MARKER.finditer(text, previous_end, m.start()))
         if markers:
             block.marker, block.arg = markers[-1].group("kind"), markers[-1].group("arg").strip()
+        heading = ([""] + re.findall(r"^## .*$", text[:m.start()], re.M))[-1]
+        elsewhere = next((why for (p, h), why in ELSEWHERE.items() if p == page and heading.startswith(h)), None)
+        if elsewhere and block.lang in SHELL and not block.marker:
+            block.marker, block.arg = "skip", f"({elsewhere})"
         found.append(block)
         previous_end = m.end()
     return found
