@@ -1,13 +1,22 @@
 """Shared test setup: real model requests are forbidden in the whole suite; the
 session ends with the CPU seconds it cost (the default suite's budget: 150 s)."""
 
+import compileall
 import os
 import resource
 from pathlib import Path
 
 import pytest
 
+import tether
 from tether.models import set_model_requests_allowed
+
+
+def pytest_sessionstart(session):
+    """Byte-compile tether once, as its first import does where bytecode is written: the suite starts hundreds
+    of processes (the CLI, docs blocks, killed runs), and under PYTHONDONTWRITEBYTECODE=1 each of them would
+    compile every module it imports from source again. Only missing or stale files are compiled."""
+    compileall.compile_dir(Path(tether.__file__).parent, quiet=2)
 
 
 @pytest.fixture(autouse=True)
