@@ -14,6 +14,10 @@ page runs, ``tests/adapters/mcp_flaky_server.py``, linked in), its blocks in ord
 * ``python`` blocks run as scripts (``python block.py``) in the folder;
 * ``yaml``, ``json`` and ``toml`` blocks must parse; other languages are text.
 
+Two lists below change that for sections of a page: ``ELSEWHERE`` (shell blocks another
+test runs as written and checks more closely: not run twice) and ``IN_PROCESS`` (lists
+of plain ``tether`` commands: run through the CLI app in-process, as tests/cli do).
+
 A comment right before a block (after the previous block) changes that:
 
 * ``<!-- docs-test: skip (the reason) -->``: not run; the reason is reported;
@@ -60,6 +64,18 @@ ELSEWHERE = {
     ("README.md", "## Durable runs"): "tests/test_readme_flows.py runs these commands and checks their output",
     ("README.md", "## Testing your agent"): "tests/test_readme_flows.py runs these commands and checks their output",
 }
+# sections whose shell blocks are lists of plain ``tether ...`` commands (``|`` between two of them and a final
+# ``> FILE`` allowed, nothing else of the shell) over the calibration policies: they run in-process, through the
+# CLI app as tests/cli do (an escaping exception becomes what ``main()`` prints), in the page's folder with its
+# environment. The commands, their order and exit codes are the page's; only the interpreter start is saved.
+IN_PROCESS = {
+    ("docs/durable.md", "## The commands"),
+    ("docs/durable.md", "## A store that holds a year of runs"),
+    ("docs/diff.md", "## Comparing two evaluations"),
+    ("docs/diff.md", "## In Python"),
+    ("docs/report.md", "## Run metrics"),
+}
+PLAIN_TETHER = re.compile(r"tether(?: [^$`;&<>|()\\]+)?")
 
 
 @dataclass
@@ -71,6 +87,7 @@ class Block:
     body: str
     marker: str = ""               # skip / file / slow
     arg: str = ""
+    in_process: bool = False       # a section of IN_PROCESS
 
     @property
     def where(self) -> str:
@@ -106,6 +123,7 @@ def blocks(page: str) -> list[Block]:
         elsewhere = next((why for (p, h), why in ELSEWHERE.items() if p == page and heading.startswith(h)), None)
         if elsewhere and block.lang in SHELL and not block.marker:
             block.marker, block.arg = "skip", f"({elsewhere})"
+        block.in_process = block.lang in SHELL and any(p == page and heading.startswith(h) for p, h in IN_PROCESS)
         found.append(block)
         previous_end = m.end()
     return found
@@ -234,6 +252,42 @@ def run_shell(block: Block, folder: Path, env: dict[str, str]) -> None:
     _run(["bash", str(path)], block, folder, env)
 
 
+def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
+    """A block of plain ``tether`` commands through the CLI app (see IN_PROCESS)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+    from tether.cli._common import describe
+
+    changed = {k: v for k, v in env.items() if os.environ.get(k) != v and k not in ("PATH", "PYTHONPATH")}
+    changed.update({k: None for k in os.environ if k not in env})          # API keys, CI, TETHER_DEBUG, ...
+    for n, (cmd, codes, written) in enumerate(commands(block), 1):
+        stdin, last = None, None
+        for part in cmd.split(" | "):
+            part, _, target = part.partition(" > ")
+            assert PLAIN_TETHER.fullmatch(part.strip()) and not target.strip().startswith(("/", "~")), \
+                f"{block.where}: command {n} is not a plain tether command, so it cannot run in-process: {written}"
+            old = Path.cwd()
+            os.chdir(folder)
+            try:
+                res = CliRunner().invoke(app, shlex.split(part)[1:], input=stdin, env=changed)
+            finally:
+                os.chdir(old)
+            code, out = res.exit_code, res.output
+            if res.exception is not None and not isinstance(res.exception, SystemExit):
+                code, message = describe(res.exception)
+                out += f"error {message}\n"
+            if target.strip():
+                (folder / target.strip()).write_text(res.stdout, encoding="utf-8")
+            stdin, last = res.stdout, (code, out)
+        if last[0] not in codes:
+            pytest.fail(f"{block.where} failed (in-process): command {n} exited {last[0]} (expected "
+                        f"{' '.join(str(c) for c in sorted(codes))}):\n{written}\n--- output\n{last[1][-6000:]}",
+                        pytrace=False)
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -274,7 +328,9 @@ def run_block(block: Block, folder: Path, env: dict[str, str]) -> str:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.body, encoding="utf-8")
         return "file"
-    if block.lang in SHELL:
+    if block.in_process:
+        run_in_process(block, folder, env)
+    elif block.lang in SHELL:
         run_shell(block, folder, env)
     elif block.lang in PYTHON:
         path = folder / f".docs-block-{block.index}.py"
