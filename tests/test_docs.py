@@ -11,7 +11,10 @@ page runs, ``tests/adapters/mcp_flaky_server.py``, linked in), its blocks in ord
   blocks only the ``$ `` lines), variables carried from one command to the next.
   A command must exit 0, or one of the codes its trailing comment names
   (``# ... exit 3 ...``, ``# exit 0 or 1``);
-* ``python`` blocks run as scripts (``python block.py``) in the folder;
+* ``python`` blocks run as scripts in the folder: in-process (``runpy``, with the
+  script's ``__main__``, folder, environment, path and a fresh context; see
+  ``run_python_in_process``), or as ``python block.py`` when they name something
+  process-wide (``PROCESS_WIDE``: subprocesses, signals, the environment, ...);
 * ``yaml``, ``json`` and ``toml`` blocks must parse; other languages are text.
 
 Two lists below change that for sections of a page: ``ELSEWHERE`` (shell blocks another
@@ -75,6 +78,11 @@ IN_PROCESS = {
     ("docs/diff.md", "## In Python"),
     ("docs/report.md", "## Run metrics"),
 }
+# a python block that names one of these may touch process-wide state: it runs as ``python block.py``; any other
+# runs in-process as that script would (see run_python_in_process)
+PROCESS_WIDE = re.compile(r"\b(?:subprocess|Popen|os\.system|multiprocessing|threading|signal|atexit|os\.environ|"
+                          r"putenv|sys\.exit|chdir|sys\.path|sys\.modules|logging|warnings|set_tracer_provider|"
+                          r"opentelemetry|guard_runs|set_model_requests_allowed|faulthandler|resource)\b")
 PLAIN_TETHER = re.compile(r"tether(?: [^$`;&<>|()\\]+)?")
 
 
@@ -288,6 +296,53 @@ def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
                         pytrace=False)
 
 
+def run_python_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
+    """``python block.py`` without the interpreter start: the script runs as ``__main__`` in a fresh context
+    (every context variable at its default, as in a new process), in the folder, with the folder's environment,
+    ``sys.path[0]`` and ``sys.argv``, and Python's default warning filters; all of these are restored after, and
+    modules imported from the folder are forgotten (another page may write a file of the same name)."""
+    import contextlib
+    import contextvars
+    import io
+    import runpy
+    import traceback
+    import warnings
+
+    path = folder / f".docs-block-{block.index}.py"
+    path.write_text(block.body, encoding="utf-8")
+    saved = (dict(os.environ), list(sys.path), list(sys.argv), Path.cwd(), set(sys.modules))
+    out, error = io.StringIO(), None
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path.insert(0, str(folder))
+        sys.argv = [str(path)]
+        os.chdir(folder)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), warnings.catch_warnings():
+            warnings.resetwarnings()           # Python's defaults for a script
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+            try:
+                contextvars.Context().run(runpy.run_path, str(path), run_name="__main__")
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    error = f"exit {exc.code}"
+            except BaseException:              # noqa: BLE001 - reported with the block's place
+                error = traceback.format_exc(limit=-8)
+    finally:
+        environ, sys.path[:], sys.argv[:], cwd, modules = saved
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        for name in set(sys.modules) - modules:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
+    if error:
+        pytest.fail(f"{block.where} failed (in-process):\n{block.body}\n--- output\n{out.getvalue()[-6000:]}\n"
+                    f"--- error\n{error}", pytrace=False)
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -332,6 +387,8 @@ def run_block(block: Block, folder: Path, env: dict[str, str]) -> str:
         run_in_process(block, folder, env)
     elif block.lang in SHELL:
         run_shell(block, folder, env)
+    elif block.lang in PYTHON and not PROCESS_WIDE.search(block.body):
+        run_python_in_process(block, folder, env)
     elif block.lang in PYTHON:
         path = folder / f".docs-block-{block.index}.py"
         path.write_text(block.body, encoding="utf-8")
