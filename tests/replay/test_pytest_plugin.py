@@ -172,6 +172,7 @@ def test_missing_cassette_on_ci_fails_naming_the_file(tmp_path):
     assert "record mode 'none'" in result.stdout
 
 
+@pytest.mark.slow        # two more pytest processes; the README flow re-records with --tether-record-mode=all
 def test_the_command_line_option_overrides_the_marker(tmp_path, remember_cassettes):
     project = make_project(tmp_path / "proj")
     result = run_pytest(project, "-k", "test_named_cassette", "--tether-record-mode=none")

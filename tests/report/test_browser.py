@@ -80,6 +80,7 @@ def _watch(page) -> list[str]:
     return errors
 
 
+@pytest.mark.slow        # the default suite's browser check: tests/hostile/test_pages.py (the report and the viewer)
 def test_report_file_in_chromium(evaluated, browser, tmp_path):
     html = (evaluated / "report.html").read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?https?://""", html), "the report must not fetch anything"
