@@ -277,8 +277,10 @@ def run_shell(block: Block, folder: Path, env: dict[str, str]) -> None:
     _run(["bash", str(path)], block, folder, env)
 
 
-def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
-    """A block of plain ``tether`` commands through the CLI app (see IN_PROCESS)."""
+def tether_in_process(command: str, folder: Path, env: dict[str, str], stdin: str | None = None
+                      ) -> tuple[int, str, str]:
+    """(exit code, output, stdout) of one plain ``tether ...`` command run through the CLI app in ``folder``
+    with the environment ``env``, as the console script would end: an escaping exception becomes its message."""
     import shlex
 
     from typer.testing import CliRunner
@@ -286,29 +288,35 @@ def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
     from tether.cli import app
     from tether.cli._common import describe
 
+    assert plain_tether(command), f"not a plain tether command, so it cannot run in-process: {command}"
     changed = {k: v for k, v in env.items() if os.environ.get(k) != v and k not in ("PATH", "PYTHONPATH")}
     changed.update({k: None for k in os.environ if k not in env})          # API keys, CI, TETHER_DEBUG, ...
+    old = Path.cwd()
+    os.chdir(folder)
+    try:
+        res = CliRunner().invoke(app, shlex.split(command)[1:], input=stdin, env=changed)
+    finally:
+        os.chdir(old)
+    code, out = res.exit_code, res.output
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        code, message = describe(res.exception)
+        out += f"error {message}\n"
+    return code, out, res.stdout
+
+
+def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
+    """A block of plain ``tether`` commands through the CLI app (see IN_PROCESS)."""
     for n, (cmd, codes, written) in enumerate(commands(block), 1):
         if block.lang == "console" and cmd.strip() == "echo $?":
             continue                       # the code it shows is the previous command's expected exit code
         stdin, last = None, None
         for part in cmd.split(" | "):
             part, _, target = part.partition(" > ")
-            assert plain_tether(part.strip()) and plain_tether(f"tether {target.strip()}"), \
-                f"{block.where}: command {n} is not a plain tether command, so it cannot run in-process: {written}"
-            old = Path.cwd()
-            os.chdir(folder)
-            try:
-                res = CliRunner().invoke(app, shlex.split(part)[1:], input=stdin, env=changed)
-            finally:
-                os.chdir(old)
-            code, out = res.exit_code, res.output
-            if res.exception is not None and not isinstance(res.exception, SystemExit):
-                code, message = describe(res.exception)
-                out += f"error {message}\n"
+            assert plain_tether(f"tether {target.strip()}"), f"{block.where}: command {n}: {written}"
+            code, out, stdout = tether_in_process(part.strip(), folder, env, stdin)
             if target.strip():
-                (folder / target.strip()).write_text(res.stdout, encoding="utf-8")
-            stdin, last = res.stdout, (code, out)
+                (folder / target.strip()).write_text(stdout, encoding="utf-8")
+            stdin, last = stdout, (code, out)
         if last[0] not in codes:
             pytest.fail(f"{block.where} failed (in-process): command {n} exited {last[0]} (expected "
                         f"{' '.join(str(c) for c in sorted(codes))}):\n{written}\n--- output\n{last[1][-6000:]}",

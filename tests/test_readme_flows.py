@@ -1,7 +1,7 @@
 """The README's flows, end to end, exactly as written there.
 
 * the approval flow (section "Durable runs"): its commands, run in order in a
-  scratch folder, pause, approve with edited arguments, wait on the same approval
+  scratch folder (in-process, through the CLI app), pause, approve with edited arguments, wait on the same approval
   after a resume, and complete;
 * the pytest snippet (section "Testing your agent"): in a fresh project with
   the README's ``pyproject.toml`` and test file, ``pytest`` records, ``CI=1
@@ -27,6 +27,7 @@ _spec = importlib.util.spec_from_file_location("_docs_blocks", Path(__file__).wi
 _docs = sys.modules.setdefault("_docs_blocks", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(_docs)             # the docs test's block reader and scratch folder, shared
 ROOT, Block, blocks, commands, scratch_env = _docs.ROOT, _docs.Block, _docs.blocks, _docs.commands, _docs.scratch_env
+tether_in_process = _docs.tether_in_process
 
 README = "README.md"
 
@@ -55,10 +56,10 @@ def test_the_approval_flow_runs_as_the_readme_shows(tmp_path):
     assert [cmd for cmd, _, _ in steps][:len(expected)] == expected, "the README's approval commands changed"
     env = scratch_env(tmp_path)
     outs = []
-    for cmd, codes, written in steps:
-        done = _sh(cmd, tmp_path, env)
-        assert done.returncode in codes, f"{written}\n{done.stdout}\n{done.stderr}"
-        outs.append(done.stdout + done.stderr)
+    for cmd, codes, written in steps:          # plain tether commands: through the CLI app, as tests/cli do
+        code, output, _ = tether_in_process(cmd, tmp_path, env)
+        assert code in codes, f"{written}\n{output}"
+        outs.append(output)
     run, listed, edited, resumed, approved, finished, shown = outs[:7]
     first = re.search(r"awaiting approval (ap-\w+): zhihu_search_questions", run)
     assert first and "decide with: tether approve shoes" in run
