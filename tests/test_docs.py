@@ -79,6 +79,7 @@ IN_PROCESS = {
     ("docs/diff.md", "## Baselines"),
     ("docs/diff.md", "## In Python"),
     ("docs/report.md", "## Run metrics"),
+    ("docs/report.md", "## OpenTelemetry"),
 }
 # a python block that names one of these may touch process-wide state: it runs as ``python block.py``; any other
 # runs in-process as that script would (see run_python_in_process)
