@@ -1,11 +1,22 @@
 """Shared test setup: real model requests are forbidden in the whole suite; the
 session ends with the CPU seconds it cost (the default suite's budget: 150 s)."""
 
+import compileall
+import os
 import resource
+from pathlib import Path
 
 import pytest
 
+import tether
 from tether.models import set_model_requests_allowed
+
+
+def pytest_sessionstart(session):
+    """Byte-compile tether once, as its first import does where bytecode is written: the suite starts hundreds
+    of processes (the CLI, docs blocks, killed runs), and under PYTHONDONTWRITEBYTECODE=1 each of them would
+    compile every module it imports from source again. Only missing or stale files are compiled."""
+    compileall.compile_dir(Path(tether.__file__).parent, quiet=2)
 
 
 @pytest.fixture(autouse=True)
@@ -19,6 +30,34 @@ def _forbid_real_model_requests():
 def _private_run_store(tmp_path, monkeypatch):
     """CLI runs record into the embedded store: keep each test's store private."""
     monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether-store.db"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by playwright-python (nothing downloads a browser), one per module: while
+    playwright's sync API is open, its event loop runs in the main thread, so no other fixture may call
+    asyncio.run (the CLI does) after this one starts; ask for it last.
+
+    Without /usr/bin/chromium ($TETHER_CHROMIUM) or playwright the tests using it skip, unless
+    TETHER_REQUIRE_BROWSER=1 (set by .ci/run after scripts/install-browser.sh), where they fail instead."""
+    chromium = os.environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
+    why = None
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        why = "playwright is not installed (pip install playwright; never `playwright install`)"
+    if why is None and not Path(chromium).exists():
+        why = f"no chromium at {chromium} (scripts/install-browser.sh)"
+    if why:
+        if os.environ.get("TETHER_REQUIRE_BROWSER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield b
+        b.close()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

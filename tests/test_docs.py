@@ -11,8 +11,15 @@ page runs, ``tests/adapters/mcp_flaky_server.py``, linked in), its blocks in ord
   blocks only the ``$ `` lines), variables carried from one command to the next.
   A command must exit 0, or one of the codes its trailing comment names
   (``# ... exit 3 ...``, ``# exit 0 or 1``);
-* ``python`` blocks run as scripts (``python block.py``) in the folder;
+* ``python`` blocks run as scripts in the folder: in-process (``runpy``, with the
+  script's ``__main__``, folder, environment, path and a fresh context; see
+  ``run_python_in_process``), or as ``python block.py`` when they name something
+  process-wide (``PROCESS_WIDE``: subprocesses, signals, the environment, ...);
 * ``yaml``, ``json`` and ``toml`` blocks must parse; other languages are text.
+
+Two lists below change that for sections of a page: ``ELSEWHERE`` (shell blocks another
+test runs as written and checks more closely: not run twice) and ``IN_PROCESS`` (lists
+of plain ``tether`` commands: run through the CLI app in-process, as tests/cli do).
 
 A comment right before a block (after the previous block) changes that:
 
@@ -22,9 +29,10 @@ A comment right before a block (after the previous block) changes that:
 * ``<!-- docs-test: slow -->``: run only with ``pytest -m slow`` (the default run
   skips it, and says so).
 
-Each page's test prints how many blocks it ran and skipped, with the reasons
-(``pytest tests/test_docs.py -rP``; ``python tests/test_docs.py`` prints the table
-for every page).
+One test per block (``pytest tests/test_docs.py -k durable`` runs one page's), in page
+order, the blocks of a page sharing its folder; a block selected alone first runs the
+blocks before it. The end of the run says how many blocks each page ran and skipped,
+with the reasons (``python tests/test_docs.py`` prints the table for every page).
 """
 
 from __future__ import annotations
@@ -54,6 +62,46 @@ TIMEOUT = 240          # seconds per block: a guard against a hang, not a perfor
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 MARKER = re.compile(r"<!--\s*docs-test:\s*(?P<kind>skip|file|slow)\b\s*(?P<arg>.*?)\s*-->", re.S)
 EXIT = re.compile(r"\bexits? (\d+)(?: or (\d+))?")
+# shell blocks another test runs as written, checking what they print too: not run twice (page, start of the section's heading)
+ELSEWHERE = {
+    ("README.md", "## Durable runs"): "tests/test_readme_flows.py runs these commands and checks their output",
+    ("README.md", "## Testing your agent"): "tests/test_readme_flows.py runs these commands and checks their output",
+}
+# sections whose shell blocks are lists of plain ``tether ...`` commands (``|`` between two of them and a final
+# ``> FILE`` allowed, nothing else of the shell) over the calibration policies: they run in-process, through the
+# CLI app as tests/cli do (an escaping exception becomes what ``main()`` prints), in the page's folder with its
+# environment. The commands, their order and exit codes are the page's; only the interpreter start is saved.
+IN_PROCESS = {
+    ("docs/durable.md", "## The commands"),
+    ("docs/durable.md", "## A store that holds a year of runs"),
+    ("docs/diff.md", "## Comparing two evaluations"),
+    ("docs/diff.md", "## Change types"),
+    ("docs/diff.md", "## Baselines"),
+    ("docs/diff.md", "## In Python"),
+    ("docs/report.md", "## Run metrics"),
+    ("docs/report.md", "## OpenTelemetry"),
+}
+# a python block that names one of these may touch process-wide state: it runs as ``python block.py``; any other
+# runs in-process as that script would (see run_python_in_process)
+PROCESS_WIDE = re.compile(r"\b(?:subprocess|Popen|os\.system|multiprocessing|threading|signal|atexit|os\.environ|"
+                          r"putenv|sys\.exit|chdir|sys\.path|sys\.modules|logging|warnings|set_tracer_provider|"
+                          r"opentelemetry|guard_runs|set_model_requests_allowed|faulthandler|resource)\b")
+
+
+def plain_tether(command: str) -> bool:
+    """``tether ARGS`` where the shell would only split words and remove quotes (no expansion, no operator)."""
+    quote = ""
+    for ch in command:
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif quote == '"' and ch in "$`\\!":
+                return False
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "$`;&<>|()*?[]{}~\\!#":
+            return False
+    return not quote and (command == "tether" or command.startswith("tether "))
 
 
 @dataclass
@@ -65,6 +113,7 @@ class Block:
     body: str
     marker: str = ""               # skip / file / slow
     arg: str = ""
+    in_process: bool = False       # a section of IN_PROCESS
 
     @property
     def where(self) -> str:
@@ -96,6 +145,11 @@ def blocks(page: str) -> list[Block]:
         markers = list(MARKER.finditer(text, previous_end, m.start()))
         if markers:
             block.marker, block.arg = markers[-1].group("kind"), markers[-1].group("arg").strip()
+        heading = ([""] + re.findall(r"^## .*$", text[:m.start()], re.M))[-1]
+        elsewhere = next((why for (p, h), why in ELSEWHERE.items() if p == page and heading.startswith(h)), None)
+        if elsewhere and block.lang in SHELL and not block.marker:
+            block.marker, block.arg = "skip", f"({elsewhere})"
+        block.in_process = block.lang in SHELL and any(p == page and heading.startswith(h) for p, h in IN_PROCESS)
         found.append(block)
         previous_end = m.end()
     return found
@@ -224,6 +278,99 @@ def run_shell(block: Block, folder: Path, env: dict[str, str]) -> None:
     _run(["bash", str(path)], block, folder, env)
 
 
+def tether_in_process(command: str, folder: Path, env: dict[str, str], stdin: str | None = None
+                      ) -> tuple[int, str, str]:
+    """(exit code, output, stdout) of one plain ``tether ...`` command run through the CLI app in ``folder``
+    with the environment ``env``, as the console script would end: an escaping exception becomes its message."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+    from tether.cli._common import describe
+
+    assert plain_tether(command), f"not a plain tether command, so it cannot run in-process: {command}"
+    changed = {k: v for k, v in env.items() if os.environ.get(k) != v and k not in ("PATH", "PYTHONPATH")}
+    changed.update({k: None for k in os.environ if k not in env})          # API keys, CI, TETHER_DEBUG, ...
+    old = Path.cwd()
+    os.chdir(folder)
+    try:
+        res = CliRunner().invoke(app, shlex.split(command)[1:], input=stdin, env=changed)
+    finally:
+        os.chdir(old)
+    code, out = res.exit_code, res.output
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        code, message = describe(res.exception)
+        out += f"error {message}\n"
+    return code, out, res.stdout
+
+
+def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
+    """A block of plain ``tether`` commands through the CLI app (see IN_PROCESS)."""
+    for n, (cmd, codes, written) in enumerate(commands(block), 1):
+        if block.lang == "console" and cmd.strip() == "echo $?":
+            continue                       # the code it shows is the previous command's expected exit code
+        stdin, last = None, None
+        for part in cmd.split(" | "):
+            part, _, target = part.partition(" > ")
+            assert plain_tether(f"tether {target.strip()}"), f"{block.where}: command {n}: {written}"
+            code, out, stdout = tether_in_process(part.strip(), folder, env, stdin)
+            if target.strip():
+                (folder / target.strip()).write_text(stdout, encoding="utf-8")
+            stdin, last = stdout, (code, out)
+        if last[0] not in codes:
+            pytest.fail(f"{block.where} failed (in-process): command {n} exited {last[0]} (expected "
+                        f"{' '.join(str(c) for c in sorted(codes))}):\n{written}\n--- output\n{last[1][-6000:]}",
+                        pytrace=False)
+
+
+def run_python_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
+    """``python block.py`` without the interpreter start: the script runs as ``__main__`` in a fresh context
+    (every context variable at its default, as in a new process), in the folder, with the folder's environment,
+    ``sys.path[0]`` and ``sys.argv``, and Python's default warning filters; all of these are restored after, and
+    modules imported from the folder are forgotten (another page may write a file of the same name)."""
+    import contextlib
+    import contextvars
+    import io
+    import runpy
+    import traceback
+    import warnings
+
+    path = folder / f".docs-block-{block.index}.py"
+    path.write_text(block.body, encoding="utf-8")
+    saved = (dict(os.environ), list(sys.path), list(sys.argv), Path.cwd(), set(sys.modules))
+    out, error = io.StringIO(), None
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path.insert(0, str(folder))
+        sys.argv = [str(path)]
+        os.chdir(folder)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), warnings.catch_warnings():
+            warnings.resetwarnings()           # Python's defaults for a script
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+            try:
+                contextvars.Context().run(runpy.run_path, str(path), run_name="__main__")
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    error = f"exit {exc.code}"
+            except BaseException:              # noqa: BLE001 - reported with the block's place
+                error = traceback.format_exc(limit=-8)
+    finally:
+        environ, sys.path[:], sys.argv[:], cwd, modules = saved
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        for name in set(sys.modules) - modules:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
+    if error:
+        pytest.fail(f"{block.where} failed (in-process):\n{block.body}\n--- output\n{out.getvalue()[-6000:]}\n"
+                    f"--- error\n{error}", pytrace=False)
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
@@ -264,8 +411,12 @@ def run_block(block: Block, folder: Path, env: dict[str, str]) -> str:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.body, encoding="utf-8")
         return "file"
-    if block.lang in SHELL:
+    if block.in_process:
+        run_in_process(block, folder, env)
+    elif block.lang in SHELL:
         run_shell(block, folder, env)
+    elif block.lang in PYTHON and not PROCESS_WIDE.search(block.body):
+        run_python_in_process(block, folder, env)
     elif block.lang in PYTHON:
         path = folder / f".docs-block-{block.index}.py"
         path.write_text(block.body, encoding="utf-8")
@@ -295,23 +446,87 @@ def run_page(page: str, *, slow: bool) -> Report:
     return report
 
 
-REPORTS: dict[str, Report] = {}
+# -- one test per block ------------------------------------------------------------------------------------------
+
+RUNNABLE = SHELL | PYTHON | {"yaml", "yml", "json", "toml"}
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_block_runs(page, request):
-    report = run_page(page, slow=False)
-    REPORTS[page] = report
-    if not hasattr(request.config, "docs_blocks_report"):      # printed at the end by tests/conftest.py
-        request.config.docs_blocks_report = {}
-    request.config.docs_blocks_report[page] = report.text()
-    print(report.text())
+class PageRun:
+    """One page's scratch folder, shared by the tests of its blocks, which run in page order."""
+
+    def __init__(self, page: str, folder: Path):
+        self.page, self.folder, self.env = page, folder, scratch_env(folder)
+        self.report = Report(page)
+        self.done: set[int] = set()
+        self.failed: Block | None = None
+
+    def run(self, block: Block) -> None:
+        started = time.monotonic()
+        try:
+            kind = run_block(block, self.folder, self.env)
+        except BaseException:
+            self.failed = block
+            raise
+        finally:
+            self.done.add(block.index)
+        self.report.seconds[block.index] = time.monotonic() - started
+        (self.report.files if kind == "file" else self.report.ran).append(block)
+
+    def run_up_to(self, block: Block) -> None:
+        """Run the earlier blocks this one builds on that no test ran yet (after a ``-k`` selection, or for a
+        slow block under ``-m slow``); slow blocks only before a slow block, as the default run never runs them."""
+        if self.failed is not None:
+            pytest.skip(f"not run: {self.failed.where} failed before it, and this page's blocks build on each other")
+        for earlier in blocks(self.page)[:block.index - 1]:
+            if earlier.index in self.done or earlier.marker == "skip" or (earlier.marker == "slow" != block.marker):
+                continue
+            self.run(earlier)
+
+    def text(self) -> str:
+        report = Report(self.page, self.report.ran, [], self.report.files, self.report.seconds)
+        for b in blocks(self.page):
+            if b.marker == "skip":
+                report.skipped.append((b, b.arg.strip("() ")))
+            elif b.marker == "slow" and b.index not in self.done:
+                report.skipped.append((b, "slow: runs with `pytest -m slow`"))
+        return report.text()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", [p for p in PAGES if any(b.marker == "slow" for b in blocks(p))])
-def test_every_block_runs_slow_ones_too(page):
-    print(run_page(page, slow=True).text())
+def _block_params() -> list:
+    params = []
+    for page in PAGES:
+        for b in blocks(page):
+            if b.marker == "skip" or (b.marker != "file" and b.lang not in RUNNABLE):
+                continue                     # skipped (reported at the end) or text: nothing to run
+            params.append(pytest.param(page, b.index, id=f"{page}:{b.line}:{b.lang}",
+                                       marks=[pytest.mark.slow] if b.marker == "slow" else []))
+    return params
+
+
+@pytest.fixture(scope="module")
+def page_runs():
+    runs: dict[str, PageRun] = {}
+    with tempfile.TemporaryDirectory(prefix="docs-test-") as tmp:
+        def get(page: str) -> PageRun:
+            if page not in runs:
+                folder = Path(tmp) / f"page-{len(runs)}"
+                folder.mkdir()
+                runs[page] = PageRun(page, folder)
+            return runs[page]
+        yield get
+
+
+@pytest.mark.parametrize("page, index", _block_params())
+def test_block_runs(page, index, page_runs, request):
+    run = page_runs(page)
+    block = blocks(page)[index - 1]
+    run.run_up_to(block)
+    try:
+        run.run(block)
+    finally:
+        if not hasattr(request.config, "docs_blocks_report"):      # printed at the end by tests/conftest.py
+            request.config.docs_blocks_report = {}
+        request.config.docs_blocks_report[page] = run.text()
 
 
 def test_markers_are_well_formed():

@@ -1,12 +1,13 @@
 """The README's flows, end to end, exactly as written there.
 
 * the approval flow (section "Durable runs"): its commands, run in order in a
-  scratch folder, pause, approve with edited arguments, wait on the same approval
+  scratch folder (in-process, through the CLI app), pause, approve with edited arguments, wait on the same approval
   after a resume, and complete;
 * the pytest snippet (section "Testing your agent"): in a fresh project with
   the README's ``pyproject.toml`` and test file, ``pytest`` records, ``CI=1
-  pytest`` replays, and a changed scripted amount makes ``CI=1 pytest`` fail
-  naming the step. The default test reuses this interpreter (tether's plugin and
+  pytest`` replays, a changed scripted amount makes ``CI=1 pytest`` fail
+  naming the step, and ``pytest --tether-record-mode=all`` records it again.
+  (tests/test_docs.py leaves these two sections' commands to this file.) The default test reuses this interpreter (tether's plugin and
   pytest-asyncio only, as a fresh project has); ``-m slow`` does it in a new venv.
 """
 
@@ -26,6 +27,7 @@ _spec = importlib.util.spec_from_file_location("_docs_blocks", Path(__file__).wi
 _docs = sys.modules.setdefault("_docs_blocks", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(_docs)             # the docs test's block reader and scratch folder, shared
 ROOT, Block, blocks, commands, scratch_env = _docs.ROOT, _docs.Block, _docs.blocks, _docs.commands, _docs.scratch_env
+tether_in_process = _docs.tether_in_process
 
 README = "README.md"
 
@@ -54,10 +56,10 @@ def test_the_approval_flow_runs_as_the_readme_shows(tmp_path):
     assert [cmd for cmd, _, _ in steps][:len(expected)] == expected, "the README's approval commands changed"
     env = scratch_env(tmp_path)
     outs = []
-    for cmd, codes, written in steps:
-        done = _sh(cmd, tmp_path, env)
-        assert done.returncode in codes, f"{written}\n{done.stdout}\n{done.stderr}"
-        outs.append(done.stdout + done.stderr)
+    for cmd, codes, written in steps:          # plain tether commands: through the CLI app, as tests/cli do
+        code, output, _ = tether_in_process(cmd, tmp_path, env)
+        assert code in codes, f"{written}\n{output}"
+        outs.append(output)
     run, listed, edited, resumed, approved, finished, shown = outs[:7]
     first = re.search(r"awaiting approval (ap-\w+): zhihu_search_questions", run)
     assert first and "decide with: tether approve shoes" in run
@@ -88,7 +90,10 @@ def _project(folder: Path) -> Path:
 
 
 def _flow(project: Path, pytest_cmd: str, env: dict[str, str]) -> list[str]:
-    """pytest records, CI=1 pytest replays, a changed amount fails naming the step."""
+    """pytest records, CI=1 pytest replays, a changed amount fails naming the step, and is re-recorded."""
+    [block] = [b for b in _section("## Testing your agent") if b.lang == "bash"]
+    assert [cmd for cmd, _, _ in commands(block)] == ["pytest", "CI=1 pytest", "pytest --tether-record-mode=all"], \
+        "the README's pytest commands changed"
     env = {k: v for k, v in env.items() if k != "CI"}
     record = _sh(pytest_cmd, project, env)
     assert record.returncode == 0, record.stdout + record.stderr
@@ -105,6 +110,13 @@ def _flow(project: Path, pytest_cmd: str, env: dict[str, str]) -> list[str]:
     assert "ReplayMismatch.ToolArguments at step 2: create_refund" in edited.stdout
     assert "amount: expected 19900, actual 199" in edited.stdout
     assert "site-packages/tether" not in edited.stdout and "src/tether/" not in edited.stdout, edited.stdout
+    cassette = project / "tests" / "cassettes" / "test_refund" / "test_refund.json"
+    intended = test.read_text(encoding="utf-8")
+    assert intended.count('"amount": 19900}') == 1                # the assertion: the change was intended after all
+    test.write_text(intended.replace('"amount": 19900}', '"amount": 199}'), encoding="utf-8")
+    rerecord = _sh(f"{pytest_cmd} --tether-record-mode=all", project, env)
+    assert rerecord.returncode == 0, rerecord.stdout + rerecord.stderr
+    assert '"amount": 199' in cassette.read_text(encoding="utf-8").replace('"amount":199', '"amount": 199')
     return [record.stdout.strip().splitlines()[-1], replay.stdout.strip().splitlines()[-1],
             next(x for x in edited.stdout.splitlines() if x.startswith("FAILED"))]
 

@@ -64,9 +64,25 @@ class Recording:
 
 
 # -- the checks every adapter must pass --------------------------------------------------------
+# tether's own loop on a case: (status, auto verdict, reply, event types), the same for every framework's check
+_REFERENCE: dict[tuple[str, str, str], tuple[str, str, str, list[str]]] = {}
+
+
+async def reference_run(case, policy: str, guards: str) -> tuple[str, str, str, list[str]]:
+    from tether.evals.runner import run_trial
+    from tether.models import resolve_model
+
+    key = (case.id, policy, guards)
+    if key not in _REFERENCE:
+        ref, ref_result = await run_trial(case, resolve_model(f"policy:{policy}"), guards=guard_stack(guards)(),
+                                          guards_label=guards)
+        _REFERENCE[key] = (str(ref_result.status), ref.auto_verdict, ref_result.reply,
+                           [e.type for e in ref_result.trajectory.events])
+    return _REFERENCE[key]
+
+
 async def check_runs_c4_like_tethers_loop(make_agent, cases, policy: str = "steady", guards: str = "off") -> None:
     """Every C4 case, no trial in error, the same statuses, verdicts and replies as tether's own loop."""
-    from tether.evals.runner import run_trial
     from tether.models import resolve_model
 
     assert len(cases) >= 12
@@ -74,12 +90,9 @@ async def check_runs_c4_like_tethers_loop(make_agent, cases, policy: str = "stea
     for case in cases.values():
         score, result = await run_c4_case(agent, case, guards=guards)
         assert result.error is None, (case.id, result.error)
-        ref, ref_result = await run_trial(case, resolve_model(f"policy:{policy}"), guards=guard_stack(guards)(),
-                                          guards_label=guards)
-        assert (str(result.status), score.auto_verdict, result.reply) == \
-               (str(ref_result.status), ref.auto_verdict, ref_result.reply), case.id
-        kinds = [e.type for e in result.trajectory.events]
-        assert kinds == [e.type for e in ref_result.trajectory.events], case.id
+        status, verdict, reply, kinds = await reference_run(case, policy, guards)
+        assert (str(result.status), score.auto_verdict, result.reply) == (status, verdict, reply), case.id
+        assert [e.type for e in result.trajectory.events] == kinds, case.id
 
 
 async def check_loop_hinted_then_stopped(make_agent, cases, framework_module: str) -> None:

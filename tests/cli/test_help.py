@@ -8,7 +8,8 @@ import sys
 import pytest
 
 
-def _help(*args: str) -> str:
+def _piped_help(*args: str) -> str:
+    """``tether ARGS --help | cat`` at 80 columns: a real process, its stdout a pipe."""
     env = {**os.environ, "COLUMNS": "80"}
     proc = subprocess.run([sys.executable, "-m", "tether.cli", *args, "--help"], capture_output=True, text=True,
                           env=env, timeout=120)
@@ -16,9 +17,21 @@ def _help(*args: str) -> str:
     return proc.stdout
 
 
+def _help(*args: str) -> str:
+    """The same through the CLI app in-process (no terminal either): the rest of the checks."""
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    res = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
 def test_eval_help_keeps_extras_literal():
-    out = _help("eval")
+    out = _piped_help("eval")
     assert "tether[otel]" in out and "tether[ray]" in out
+    assert "<bool>" not in out and "--install-completion" not in out
 
 
 @pytest.mark.parametrize("args", [("eval",), ("runs",), ("runs", "list"), ("run",), ("case", "validate")])

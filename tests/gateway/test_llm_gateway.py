@@ -98,7 +98,7 @@ def chat_loop(base_url: str, *, stream: bool, run: str | None = None) -> tuple[s
     raise AssertionError("the agent's loop never ended")
 
 
-@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("stream", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_a_python_openai_loop_ends_by_its_own_logic(gateway_on, stream):
     url, db, upstream = gateway_on
     text, turns = chat_loop(url, stream=stream, run=f"py-{'s' if stream else 'n'}")
@@ -137,6 +137,7 @@ def test_a_python_openai_loop_ends_by_its_own_logic(gateway_on, stream):
         assert page.status_code == 200 and "loop_aborted" in page.text and "identical" in page.text
 
 
+@pytest.mark.slow        # a gateway subprocess; the default suite keeps the streamed loop and the transparent pass-through
 def test_without_a_run_header_the_conversation_is_named_by_its_opening(gateway_on):
     url, db, _ = gateway_on
     chat_loop(url, stream=False)
@@ -144,6 +145,7 @@ def test_without_a_run_header_the_conversation_is_named_by_its_opening(gateway_o
     assert len(runs) == 1 and runs[0]["run_id"].startswith("gw-") and runs[0]["status"] == "loop_aborted"
 
 
+@pytest.mark.slow        # a gateway subprocess; the default suite keeps the streamed loop and the transparent pass-through
 def test_the_responses_api_loop_is_stopped_too(gateway_on):
     url, db, upstream = gateway_on
     client = openai.OpenAI(base_url=url, api_key=KEY)
@@ -238,6 +240,7 @@ def test_a_node_openai_loop_ends_by_its_own_logic(gateway_on, tmp_path):
     assert [r["status"] for r in runs] == ["loop_aborted"]
 
 
+@pytest.mark.slow        # a gateway subprocess; the default suite keeps the streamed loop and the transparent pass-through
 def test_a_budget_applies_per_conversation(upstream, tmp_path):
     db = tmp_path / "runs.db"
     proc, url = start_gateway(upstream, db, "--guards", "off", "--budget", "tool_calls=2")

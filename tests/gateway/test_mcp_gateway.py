@@ -76,6 +76,7 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
     raise AssertionError(f"nothing listens on {port}")
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_a_healthy_clock_called_30_times_is_never_stopped(tmp_path):
     async with gateway(tmp_path / "runs.db") as client:
         await client.initialize()
@@ -104,6 +105,7 @@ async def test_a_repeated_failing_call_is_hinted_then_stopped_by_the_4th(tmp_pat
     assert trips == [("loop", "hint"), ("loop", "stop")]
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_calls_spread_over_idle_gaps_open_new_windows_and_all_succeed(tmp_path):
     db = tmp_path / "runs.db"
     async with gateway(db, "tools", "--idle", "0.4") as client:
@@ -128,6 +130,7 @@ async def test_calls_spread_over_idle_gaps_open_new_windows_and_all_succeed(tmp_
     assert "loop_aborted" in out.output and "completed" in out.output
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_a_server_that_dies_mid_session_is_restarted_on_the_next_call(tmp_path):
     async with gateway(tmp_path / "runs.db") as client:
         await client.initialize()
@@ -139,6 +142,7 @@ async def test_a_server_that_dies_mid_session_is_restarted_on_the_next_call(tmp_
     assert not before.is_error and not after.is_error and text(after) != text(before)
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_resources_prompts_and_server_info_pass_through(tmp_path):
     async with direct() as d:
         d_init = await d.initialize()
@@ -168,6 +172,7 @@ async def _logging_answer(client) -> str:
             return f"error {exc}"
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_a_server_that_never_answers_gives_an_error_within_the_call_timeout(tmp_path):
     async with gateway(tmp_path / "runs.db", "hang", "--call-timeout", "1") as client:
         await client.initialize()
@@ -183,7 +188,7 @@ async def test_a_server_that_never_answers_gives_an_error_within_the_call_timeou
 
 @pytest.mark.parametrize("kind, cause", [
     ("garbage", "wrote invalid JSON on stdout: 'this is not json'"),
-    ("wrongid", "answered id(s) 987654 that no request had"),
+    pytest.param("wrongid", "answered id(s) 987654 that no request had", marks=pytest.mark.slow),
 ])
 async def test_a_misbehaving_server_gives_an_error_naming_the_cause(tmp_path, kind, cause):
     async with gateway(tmp_path / "runs.db", kind, "--call-timeout", "1") as client:
@@ -195,6 +200,7 @@ async def test_a_misbehaving_server_gives_an_error_naming_the_cause(tmp_path, ki
         assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_a_bad_tool_schema_and_endless_pagination_are_errors_not_crashes(tmp_path):
     async with gateway(tmp_path / "a.db", "badschema") as client:
         await client.initialize()
@@ -214,6 +220,7 @@ async def test_a_bad_tool_schema_and_endless_pagination_are_errors_not_crashes(t
         assert "did not end after 100 pages" in str(info.value)
 
 
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check
 async def test_a_server_that_exits_before_start_up_is_an_error_and_the_gateway_stays_up(tmp_path):
     async with gateway(tmp_path / "runs.db", "exit") as client:
         with pytest.raises(MCPError) as info:

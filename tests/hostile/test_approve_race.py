@@ -86,6 +86,7 @@ def _check_race(base: Path, tmp: Path, repetitions: int) -> dict[str, int]:
     return dict(wins)
 
 
+@pytest.mark.slow        # the default suite races two approvals once per backend: tests/store/test_guarantees.py
 def test_two_approvals_racing_one_wins(paused_store, tmp_path):
     _check_race(paused_store, tmp_path, 3)
 

@@ -151,32 +151,7 @@ def test_a_damaged_events_row_is_shown_on_its_own_page_only(tmp_path):
         assert res.exit_code == 2 and "damaged" in res.output and "bad1" in res.output, (argv, res.output)
 
 
-# -- in a real browser (Debian's chromium driven by playwright; skips without it unless
-#    TETHER_REQUIRE_BROWSER=1, as tests/report/test_browser.py) ---------------------------------
-CHROMIUM = __import__("os").environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    import os
-
-    why = None
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        why = "playwright is not installed"
-    if why is None and not Path(CHROMIUM).exists():
-        why = f"no chromium at {CHROMIUM} (scripts/install-browser.sh)"
-    if why:
-        if os.environ.get("TETHER_REQUIRE_BROWSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
+# -- in a real browser (chromium: ``browser`` in tests/conftest.py) -------------------------------
 
 
 def _visit(browser, url: str, clicks: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:

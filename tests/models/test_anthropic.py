@@ -7,8 +7,6 @@ import logging
 
 import pytest
 
-pytest.importorskip("anthropic", reason="the anthropic SDK is an extra: pip install 'tether[anthropic]'")
-
 from tether import Decision, TerminalStatus, ToolSet, run_agent_sync, tool
 from tether.errors import ModelRequestsForbidden, UsageError
 from tether.messages import DecisionKind, Message, ToolCallRequest, ToolSpec
@@ -20,8 +18,14 @@ from tether.testing.fake_openai import FakeOpenAIServer
 KEY = "sk-ant-test-THISMUSTNOTLEAK123"
 
 
+# The requests go through the real SDK, whose import alone costs ~3 s of CPU: those tests run with -m slow;
+# the mapping tests run by default (tether.models.anthropic imports the SDK only when it sends).
+SDK = pytest.mark.slow
+
+
 @pytest.fixture
 def server():
+    pytest.importorskip("anthropic", reason="the anthropic SDK is an extra: pip install 'tether[anthropic]'")
     with FakeOpenAIServer() as s:
         yield s
 
@@ -107,6 +111,7 @@ def test_spec_and_missing_key(monkeypatch):
         resolve_model("anthropic:")
 
 
+@SDK
 async def test_missing_key_and_forbidden(server, monkeypatch):
     server.add_text("never")
     with pytest.raises(ModelRequestsForbidden):
@@ -118,6 +123,7 @@ async def test_missing_key_and_forbidden(server, monkeypatch):
 
 
 # -- over loopback HTTP ------------------------------------------------------------------
+@SDK
 async def test_request_body_tool_calls_usage_and_cost(server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
     server.add_tool_calls(("search", {"q": "a"}, "toolu_1"), ("search", {"q": "b"}, "toolu_2"), text="two searches",
@@ -136,6 +142,7 @@ async def test_request_body_tool_calls_usage_and_cost(server, monkeypatch):
     assert response.usage.input_tokens == 1_000_000 and response.usage.cost == pytest.approx(3.0 + 1.5)
 
 
+@SDK
 async def test_ask_user_and_malformed_input(server):
     server.add_decision(Decision.ask("Which city?"))
     server.add_tool_calls(("search", "not an object"), ("missing_tool", {}))
@@ -147,6 +154,7 @@ async def test_ask_user_and_malformed_input(server):
     assert model.stats.malformed_tool_calls == 2 and model.stats.ask_user_calls == 1
 
 
+@SDK
 async def test_overloaded_529_is_retried(server):
     server.add_error(529, "Overloaded", headers={"retry-after": "3"}).add_text("fine")
     model = model_for(server, max_retries=2)
@@ -155,6 +163,7 @@ async def test_overloaded_529_is_retried(server):
     assert model.options.sleep.delays == [3.0] and len(server.requests) == 2
 
 
+@SDK
 async def test_errors_are_typed_and_redacted(server, caplog):
     caplog.set_level(logging.DEBUG)
     server.add_error(401, "invalid x-api-key", echo_headers=True)
@@ -168,6 +177,7 @@ async def test_errors_are_typed_and_redacted(server, caplog):
     assert exc.value.reason == "not_json"
 
 
+@SDK
 def test_end_to_end(server, caplog):
     caplog.set_level(logging.DEBUG)
     server.add_tool_calls(("search", {"q": "tether"}, "toolu_a"), ("search", {"q": "leash"}, "toolu_b"))

@@ -146,6 +146,7 @@ def test_the_plugin_records_then_replays_in_a_fresh_project(tmp_path, remember_c
         e.type for e in Cassette.load(cassette).events]                 # the cassette holds the stored run
 
 
+@pytest.mark.slow        # the default suite's mismatch on CI: tests/test_readme_flows.py (and the live one above)
 def test_a_test_that_now_scripts_another_decision_fails_naming_the_step(tmp_path, remember_cassettes):
     project = make_project(tmp_path / "proj")
     first = run_pytest(project, "-k", "test_refund")
@@ -171,6 +172,7 @@ def test_missing_cassette_on_ci_fails_naming_the_file(tmp_path):
     assert "record mode 'none'" in result.stdout
 
 
+@pytest.mark.slow        # two more pytest processes; the README flow re-records with --tether-record-mode=all
 def test_the_command_line_option_overrides_the_marker(tmp_path, remember_cassettes):
     project = make_project(tmp_path / "proj")
     result = run_pytest(project, "-k", "test_named_cassette", "--tether-record-mode=none")
@@ -214,6 +216,7 @@ def entry_point_site(tmp_path: Path) -> Path | None:
     return dist.parent
 
 
+@pytest.mark.slow        # two more pytest processes; tests/test_readme_flows.py's venv flow autoloads the plugin too
 def test_the_entry_point_form(tmp_path, remember_cassettes):
     site = entry_point_site(tmp_path)
     path = os.pathsep.join(str(p) for p in (SRC, site) if p is not None)

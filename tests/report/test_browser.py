@@ -2,13 +2,12 @@
 playwright-python; nothing downloads a browser). Screenshots are saved under
 tests/report/artifacts/ (ignored by git) and the test's tmp dir.
 
-Without /usr/bin/chromium or playwright these tests skip, unless
-TETHER_REQUIRE_BROWSER=1 (set by .ci/run after scripts/install-browser.sh),
-where they fail instead."""
+The browser is ``browser`` in tests/conftest.py: without
+/usr/bin/chromium or playwright these tests skip, unless TETHER_REQUIRE_BROWSER=1
+(set by .ci/run after scripts/install-browser.sh), where they fail instead."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -20,47 +19,21 @@ from typer.testing import CliRunner
 
 from tether.cli import app
 
-CHROMIUM = os.environ.get("TETHER_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 runner = CliRunner()
-
-
-def _browser_or_skip():
-    why = None
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        why = "playwright is not installed (pip install playwright; never `playwright install`)"
-    if why is None and not Path(CHROMIUM).exists():
-        why = f"no chromium at {CHROMIUM} (scripts/install-browser.sh)"
-    if why:
-        if os.environ.get("TETHER_REQUIRE_BROWSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
     out = tmp_path_factory.mktemp("browser")
     res = runner.invoke(app, ["eval", "c4", "--model", "policy:stubborn", "--model", "policy:steady",
-                              "--guards", "off", "--guards", "on", "--trials", "3", "--quiet",
+                              "--guards", "off", "--guards", "on", "--quiet",
                               "--store", str(out / "t.db"), "--json", str(out / "r.json")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["report", str(out / "r.json"), "--html", str(out / "report.html")],
                         catch_exceptions=False)
     assert res.exit_code == 0, res.output
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _browser_or_skip()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 def _save(page, tmp: Path, name: str) -> Path:
@@ -107,6 +80,7 @@ def _watch(page) -> list[str]:
     return errors
 
 
+@pytest.mark.slow        # the default suite's browser check: tests/hostile/test_pages.py (the report and the viewer)
 def test_report_file_in_chromium(evaluated, browser, tmp_path):
     html = (evaluated / "report.html").read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?https?://""", html), "the report must not fetch anything"
@@ -122,6 +96,7 @@ def test_report_file_in_chromium(evaluated, browser, tmp_path):
     assert errors == []
 
 
+@pytest.mark.slow        # a server and a click-through; tests/hostile/test_pages.py drives the viewer in chromium by default
 def test_view_serves_the_store_in_chromium(evaluated, browser, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tether.cli", "view", "--port", "0", "--store",
                              str(evaluated / "t.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

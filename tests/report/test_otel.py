@@ -118,6 +118,7 @@ def test_live_export_over_otlp_http(tmp_path):
     assert "北京".encode() not in raw and b"gen_ai.input.messages" not in raw and b"gen_ai.tool.call.arguments" not in raw
 
 
+@pytest.mark.slow        # a second live run in a process; the default suite checks no content leaves unasked
 def test_message_content_only_when_opted_in(tmp_path):
     with Receiver() as rx:
         done = run_live(tmp_path, rx.endpoint, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")

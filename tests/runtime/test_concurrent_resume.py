@@ -54,6 +54,7 @@ def _race_all(tmp_path, points):
     assert problems == [], "\n".join(problems)
 
 
+@pytest.mark.slow        # the default suite races resumes at 3 points on both backends: tests/store/test_guarantees.py
 def test_racing_resumes_at_a_few_kill_points(tmp_path):
     _race_all(tmp_path, [p for p in KILL_POINTS if p in ("model:2", "create_refund:after", "layer:create_ticket",
                                                         "event:9")])

@@ -12,6 +12,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tether.store import SQLiteStore
 
 
@@ -55,6 +57,7 @@ def test_a_clean_run_makes_each_effect_once(tmp_path):
     assert world(tmp_path) == {"refunds": 1, "emails": 1, "tickets": 1}
 
 
+@pytest.mark.slow        # 23 kill points x 2 processes; the default suite kills a few: tests/store/test_guarantees.py
 def test_every_kill_point_resumes_with_exactly_once_effects(tmp_path):
     assert len(KILL_POINTS) >= 20
     dirs = []

@@ -102,7 +102,7 @@ def test_a_clean_run_makes_each_effect_once(kind, tmp_path):
     assert world(tmp_path) == WANT
 
 
-@pytest.mark.parametrize("kind", ["plan", "pydantic"])
+@pytest.mark.parametrize("kind", ["plan", pytest.param("pydantic", marks=pytest.mark.slow)])  # pydantic-ai: 2 s a process
 def test_a_few_kill_points_resume_with_exactly_once_effects(kind, tmp_path):
     check(kind, FEW[kind], tmp_path)
 

@@ -30,8 +30,28 @@ def fill(url: str) -> None:
         assert res.exit_code in (0, 1, 3) and "Traceback" not in res.output, res.output
 
 
+@pytest.fixture(scope="module")
+def sqlite_template(tmp_path_factory) -> str:
+    """The five runs, filled once: each SQLite test gets its own copy (a backup, WAL included)."""
+    path = str(tmp_path_factory.mktemp("filled") / "template.db")
+    fill(path)
+    return path
+
+
+def copy_of(template: str, path: str) -> str:
+    src, dst = sqlite3.connect(template), sqlite3.connect(path)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    return path
+
+
 @pytest.fixture
-def filled(store_url):
+def filled(store_url, backend, sqlite_template):
+    if backend == "sqlite":
+        return copy_of(sqlite_template, store_url)
     fill(store_url)
     return store_url
 
@@ -116,9 +136,8 @@ def test_copy_both_ways_keeps_every_digest(filled, new_store_url, backend):
 
 # -- SQLite: migration, damage --------------------------------------------------------------
 @pytest.fixture
-def sqlite_filled(tmp_path):
-    path = str(tmp_path / "runs.db")
-    fill(path)
+def sqlite_filled(tmp_path, sqlite_template):
+    path = copy_of(sqlite_template, str(tmp_path / "runs.db"))
     con = sqlite3.connect(path)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()

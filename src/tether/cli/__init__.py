@@ -51,6 +51,9 @@ Examples:
 Each command has its own --help with examples."""
 
 
+_BUILT: dict[str, click.Command] = {}
+
+
 class LazyGroup(TyperGroup):
     """A Typer group whose subcommands are imported on first use."""
 
@@ -61,6 +64,11 @@ class LazyGroup(TyperGroup):
         spec = COMMANDS.get(name)
         if spec is None:
             return None
+        if name not in _BUILT:         # built once per process: in-process callers (tests) invoke it many times
+            _BUILT[name] = self._build(name, spec)
+        return _BUILT[name]
+
+    def _build(self, name: str, spec: tuple[str, str, str, str, str | None]) -> click.Command:
         module_name, attr, kind, summary, help_attr = spec
         import importlib
 

@@ -8,6 +8,7 @@ exclusions. :func:`resolve_date` turns a date phrase into an ISO date.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -111,12 +112,19 @@ def quoted_terms(text: str) -> list[str]:
 
 
 def find_places(text: str) -> list[Place]:
-    names = [(n, "district") for n in DISTRICTS] + [(n[:-1], "district") for n in DISTRICTS if len(n) > 2]
-    names += [(n, "city") for n in CITIES] + [(n, "region") for n in REGIONS]
-    names.sort(key=lambda p: -len(p[0]))
+    return list(_find_places(text) if len(text) <= 4096 else _find_places.__wrapped__(text))
+
+
+_PLACE_NAMES = sorted([(n, "district") for n in DISTRICTS] + [(n[:-1], "district") for n in DISTRICTS if len(n) > 2]
+                      + [(n, "city") for n in CITIES] + [(n, "region") for n in REGIONS], key=lambda p: -len(p[0]))
+
+
+@functools.lru_cache(maxsize=2048)
+def _find_places(text: str) -> tuple[Place, ...]:
+    """The places in a text (cached: a policy agent reads the same request at every step)."""
     taken = [False] * len(text)
     found: list[Place] = []
-    for name, kind in names:
+    for name, kind in _PLACE_NAMES:
         start = 0
         while (i := text.find(name, start)) >= 0:
             start = i + 1
@@ -132,7 +140,7 @@ def find_places(text: str) -> list[Place]:
             full = name + "区" if kind == "district" and not name.endswith("区") and (name + "区") in DISTRICT_CITY else name
             found.append(Place(full, kind, i))
     found.sort(key=lambda p: p.pos)
-    return found
+    return tuple(found)
 
 
 def route(text: str, places: list[Place]) -> tuple[str | None, str | None]:

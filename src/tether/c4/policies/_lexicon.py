@@ -7,6 +7,7 @@ say "no data", "not available" or "try again later".
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -74,7 +75,15 @@ CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
 
 
 def norm(text: str) -> str:
-    """NFKC, case folded."""
+    """NFKC, case folded (short texts cached: the policies read the same words at every step)."""
+    return _norm(text) if len(text) <= _CACHED else unicodedata.normalize("NFKC", text).casefold()
+
+
+_CACHED = 4096       # characters: longer texts are not kept
+
+
+@functools.lru_cache(maxsize=8192)
+def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
@@ -118,8 +127,13 @@ def cn_number(text: str) -> float | None:
 NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
 
 
-def bigrams(text: str) -> set[str]:
-    """Character bigrams of the CJK/alphanumeric runs, plus whole latin words."""
+def bigrams(text: str) -> frozenset[str]:
+    """Character bigrams of the CJK/alphanumeric runs, plus whole latin words (short texts cached)."""
+    return _bigrams(text) if len(text) <= _CACHED else _bigrams.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _bigrams(text: str) -> frozenset[str]:
     t = norm(text)
     grams: set[str] = set()
     for run in re.findall(r"[\u4e00-\u9fff]+", t):
@@ -127,4 +141,4 @@ def bigrams(text: str) -> set[str]:
         if len(run) == 1:
             grams.add(run)
     grams.update(w for w in re.findall(r"[a-z][a-z0-9]+", t) if len(w) > 2)
-    return grams
+    return frozenset(grams)
