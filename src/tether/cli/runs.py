@@ -28,7 +28,7 @@ app = typer.Typer(
 
 StoreOpt = Annotated[Optional[str], typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")]
 _GLOB = "(a glob: * and ? match)"
-_COUNT_UPTO = 10_000     # a listing counts its matches up to this many (stats and store info give exact totals)
+_COUNT_UPTO = 1_000      # a listing counts its matches up to this many (stats and store info give exact totals)
 
 
 def _model(run: dict) -> str:

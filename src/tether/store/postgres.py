@@ -258,10 +258,13 @@ class PostgresStore:
 
     def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
         ids = list(run_ids)
-        ckpts = dict(self._q("SELECT run_id, COUNT(*) FROM checkpoints WHERE run_id = ANY(?) GROUP BY run_id", (ids,)))
-        waiting = dict(self._q("SELECT run_id, COUNT(*) FROM approvals WHERE run_id = ANY(?) AND status='pending' "
-                               "GROUP BY run_id", (ids,)))
-        return {rid: (int(ckpts.get(rid, 0)), int(waiting.get(rid, 0))) for rid in ids}
+        counts: dict[str, list[int]] = {rid: [0, 0] for rid in ids}
+        # one round trip for both counts: each query on a fresh connection pays for its plan
+        for kind, rid, n in self._q("SELECT 0, run_id, COUNT(*) FROM checkpoints WHERE run_id = ANY(?) GROUP BY run_id "
+                                    "UNION ALL SELECT 1, run_id, COUNT(*) FROM approvals WHERE run_id = ANY(?) "
+                                    "AND status='pending' GROUP BY run_id", (ids, ids)):
+            counts[rid][kind] = int(n)
+        return {rid: (c[0], c[1]) for rid, c in counts.items()}
 
     def run_cursor(self, run_id: str) -> tuple[float, str] | None:
         rows = self._q("SELECT created, run_id FROM runs WHERE run_id=?", (run_id,))
