@@ -1,6 +1,7 @@
 """Shared test setup: real model requests are forbidden in the whole suite; the
 session ends with the CPU seconds it cost (the default suite's budget: 150 s)."""
 
+import ast
 import compileall
 import os
 import resource
@@ -31,6 +32,18 @@ def pytest_collection(session):
         yield
     finally:
         sys.dont_write_bytecode = before
+
+
+@pytest.fixture(scope="session")
+def tether_sources() -> dict[Path, tuple[str, ast.Module]]:
+    """Every module of src/tether, read and parsed once for the tests that scan the source (layers, the
+    error tree, the C4 wing): path -> (text, tree), in path order. Read-only: parse a copy to change one."""
+    package = Path(tether.__file__).parent
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        out[path] = (text, ast.parse(text))
+    return out
 
 
 @pytest.fixture(autouse=True)
