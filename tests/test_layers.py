@@ -12,6 +12,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+import tether
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "tether"
 
@@ -52,17 +56,17 @@ def _is_part(name: str) -> bool:
     return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name / "__init__.py").is_file()
 
 
-def imports_of(path: Path) -> list[tuple[str, int, str]]:
-    """(imported module, line, source line) for every tether import in ``path``."""
+def imports_of(path: Path, text: str | None = None, tree: ast.Module | None = None) -> list[tuple[str, int, str]]:
+    """(imported module, line, source line) for every tether import in ``path`` (or its given text and tree)."""
     rel = path.relative_to(PACKAGE.parent).with_suffix("")
     names = list(rel.parts)
     package = names[:-1] if names[-1] == "__init__" else names[:-1]
     if names[-1] == "__init__":
         names = names[:-1]
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8") if text is None else text
     lines = text.splitlines()
     found = []
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree or ast.parse(text)):
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -86,19 +90,23 @@ def imports_of(path: Path) -> list[tuple[str, int, str]]:
     return found
 
 
-def edges() -> list[tuple[str, str, str, str]]:
+def edges(sources: dict[Path, tuple[str, ast.Module]]) -> list[tuple[str, str, str, str]]:
     """(from part, to part, where, source line) for every import between two parts."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    assert {p.resolve() for p in sources} == {p.resolve() for p in PACKAGE.rglob("*.py")}
+    for path, (text, tree) in sources.items():
+        path = PACKAGE / path.relative_to(Path(tether.__file__).parent)
         here = part_of(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"))
-        for target, line, source in imports_of(path):
+        for target, line, source in imports_of(path, text, tree):
             there = part_of(target)
             if there != here:
                 out.append((here, there, f"{path.relative_to(ROOT)}:{line}", source.strip()))
     return out
 
 
-EDGES = edges()
+@pytest.fixture(scope="module")
+def import_edges(tether_sources):
+    return edges(tether_sources)
 
 
 def test_every_part_has_a_layer():
@@ -108,25 +116,25 @@ def test_every_part_has_a_layer():
     assert set(LAYER_OF) - parts - {"tether"} == set(), "LAYERS names parts that do not exist"
 
 
-def test_the_scan_sees_imports_everywhere():
+def test_the_scan_sees_imports_everywhere(import_edges):
     # a top-level import, a lazy one inside a function, and `from .. import module`
-    seen = {(a, b) for a, b, _, _ in EDGES}
+    seen = {(a, b) for a, b, _, _ in import_edges}
     assert ("runtime", "guards") in seen and ("cli", "evals") in seen and ("guards", "i18n") in seen
-    lazy = [w for a, b, w, src in EDGES if a == "store" and b == "runtime"]
+    lazy = [w for a, b, w, src in import_edges if a == "store" and b == "runtime"]
     assert lazy, "the store's lazy import of the approver names is not seen"
-    assert len(EDGES) > 300, len(EDGES)
+    assert len(import_edges) > 300, len(import_edges)
 
 
-def test_no_import_runs_upward():
+def test_no_import_runs_upward(import_edges):
     upward = [f"{where}: {a} (layer {LAYER_OF[a]}) imports {b} (layer {LAYER_OF[b]}): {src}"
-              for a, b, where, src in EDGES
+              for a, b, where, src in import_edges
               if a in LAYER_OF and b in LAYER_OF and LAYER_OF[b] > LAYER_OF[a] and MARK not in src]
     assert not upward, "imports that run upward (move the shared piece down, or invert the dependency):\n" \
         + "\n".join(upward)
 
 
-def test_parts_of_one_layer_are_independent():
+def test_parts_of_one_layer_are_independent(import_edges):
     across = [f"{where}: {a} imports {b}, both in layer {LAYER_OF[a]}: {src}"
-              for a, b, where, src in EDGES
+              for a, b, where, src in import_edges
               if a in LAYER_OF and b in LAYER_OF and LAYER_OF[b] == LAYER_OF[a] and MARK not in src]
     assert not across, "\n".join(across)

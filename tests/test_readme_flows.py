@@ -121,7 +121,8 @@ def _flow(project: Path, pytest_cmd: str, env: dict[str, str]) -> list[str]:
             next(x for x in edited.stdout.splitlines() if x.startswith("FAILED"))]
 
 
-def test_the_pytest_snippet_records_replays_and_names_the_step(tmp_path):
+@pytest.mark.slow      # four pytest processes (~4 s); by default tests/replay/test_pytest_plugin.py runs the same
+def test_the_pytest_snippet_records_replays_and_names_the_step(tmp_path):   # record, CI replay, named mismatch
     project = _project(tmp_path)
     env = scratch_env(tmp_path)             # PYTEST_PLUGINS: tether's plugin and pytest-asyncio, nothing else
     print("\n".join(_flow(project, "pytest -q -p no:cacheprovider -W error::DeprecationWarning", env)))

@@ -33,7 +33,9 @@ def test_every_adapter_has_a_page():
     assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGES)
 
 
-@pytest.mark.parametrize("page", sorted(PAGES))
+# mcp.md's example (a gateway and a server in subprocesses, ~2.5 s) under -m slow: by default
+# tests/gateway/test_mcp_gateway.py drives the same gateway to the same 4th-call stop, and checks the store too
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p == "mcp.md" else p for p in sorted(PAGES)])
 def test_the_smallest_example_runs(page, tmp_path, monkeypatch):
     pytest.importorskip(PAGES[page], reason=f"{page} needs {PAGES[page]}")
     code = _example(DOCS / page)

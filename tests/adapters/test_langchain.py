@@ -19,7 +19,8 @@ def make_agent(model):
     return LangChainAgent(lambda tools, mw: create_agent(chat, tools=tools, middleware=mw), name=f"langchain:{model.name}")
 
 
-@pytest.mark.parametrize("policy,guards", [("steady", "off"), ("stubborn", "on"),
+# by default guarded stubborn loops run in test_looping_agent_is_hinted_then_stopped_*; every case of them under -m slow
+@pytest.mark.parametrize("policy,guards", [("steady", "off"), pytest.param("stubborn", "on", marks=pytest.mark.slow),
                                            pytest.param("quitter", "on", marks=pytest.mark.slow)])
 async def test_runs_the_c4_suite_like_tethers_loop(c4_cases, policy, guards):
     await check_runs_c4_like_tethers_loop(make_agent, c4_cases, policy, guards)

@@ -49,17 +49,23 @@ def servers(monkeypatch, tmp_path):
         yield a, j
 
 
-def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path):
+# One case of each dimension by default (AR-01's criteria disagree, DR/LD/PA's agree); `-m slow`: all 16.
+SOME = ["-c", "C4-AR-01", "-c", "C4-DR-01", "-c", "C4-LD-02", "-c", "C4-PA-02"]
+
+
+@pytest.mark.parametrize("cases, count", [pytest.param(SOME, 4, id="one-per-dimension"),
+                                          pytest.param([], 16, id="all", marks=pytest.mark.slow)])
+def test_eval_c4_with_a_compatible_server_and_judge(servers, tmp_path, cases, count):
     agent_server, judge_server = servers
     out = tmp_path / "runs"
     with allow_model_requests():
-        res = CliRunner().invoke(app, ["eval", "c4", "--model", agent_server.spec(), "--judge", judge_server.spec(),
+        res = CliRunner().invoke(app, ["eval", "c4", *cases, "--model", agent_server.spec(), "--judge", judge_server.spec(),
                                        "--judge-samples", "2", "--out", str(out), "--json", str(tmp_path / "r.json"),
                                        "--store", str(tmp_path / "t.db"), "--concurrency", "4"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     [run] = doc["runs"]
-    assert len(run["cases"]) == 16
+    assert len(run["cases"]) == count
     rubric = [(c["case_id"], cr) for c in run["cases"] for t in c["trials"] for cr in t["criteria"] if cr["kind"] == "judge"]
     assert rubric and all(cr["verdict"] in ("pass", "fail", "unclear") for _, cr in rubric)    # none left unjudged
     assert all(cr["judged_by"].startswith("llm:") for _, cr in rubric)

@@ -122,7 +122,7 @@ def test_old_or_unknown_versions_are_refused_naming_the_file(evaluated, tmp_path
 def test_score_reproduces_the_verdicts_after_another_eval(tmp_path):
     """The old bug: a second eval overwrote the first one's traces and score rescored `a` from `b`'s."""
     store = tmp_path / "t.db"
-    some = ["-c", "C4-LD-*", "-c", "C4-AR-*"]
+    some = ["-c", "C4-LD-0[12]", "-c", "C4-AR-01"]
     assert run("eval", "c4", "-m", "policy:stubborn", *some, "--store", store, "--json", tmp_path / "a.json",
                "-q").exit_code == 0
     assert run("eval", "c4", "-m", "policy:steady", *some, "--store", store, "--json", tmp_path / "b.json",

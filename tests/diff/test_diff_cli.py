@@ -50,6 +50,10 @@ def test_stubborn_to_steady_reports_all_parts_per_case(docs):
     for expected in ("C4-LD-01", "search_flights 30 -> 3", '#3 search_flights.date: "下周五" -> "2026-04-17"',
                      "retries 29 -> 1 (better)", "step_limit -> completed (improved)", "summary 16 cases · ", "0 regressed)"):
         assert expected in out, expected
+    # the paired test closes the summary (one trial each: McNemar; tests/diff/test_paired.py has several, under -m slow)
+    flat = " ".join(out.split())
+    assert "paired test (automatic verdicts, 15 cases): better" in flat and "exact McNemar p =" in flat
+    assert "better in new (14): C4-AR-01, C4-AR-02" in flat and "worse in new (0): none" in flat
     ld01 = case(load_diff(docs / "d.json"), "C4-LD-01")
     assert ld01["verdict"] == {"base": "fail", "new": "pass", "kind": "improved"} and ld01["flipped"]
     traj = ld01["trials"][0]["trajectory"]

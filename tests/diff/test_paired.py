@@ -46,6 +46,7 @@ def test_several_trials_use_the_bootstrap_and_the_sign_test():
     assert few.interval[0] > 0 and few.verdict == "no detectable change at this n" and few.needed
 
 
+@pytest.mark.slow      # four evals of every case; the default run checks the printed test in test_diff_cli.py
 def test_diff_prints_the_paired_test(tmp_path):
     for model, name in (("policy:stubborn", "a.json"), ("policy:steady", "b.json")):
         res = runner.invoke(app, ["eval", "c4", "--model", model, "--trials", "2", "--json", str(tmp_path / name),

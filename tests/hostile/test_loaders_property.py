@@ -15,8 +15,8 @@ from tether.evals.results import Results
 from tether.events import Trajectory
 from tether.store.export import read_trace
 
-# 40 random examples a run (new ones each run); tests/hostile/test_fuzz.py fuzzes the same loaders under -m slow
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 20 random examples a run (new ones each run); tests/hostile/test_fuzz.py fuzzes the same loaders under -m slow
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from enum import StrEnum
 from typing import Any
 
@@ -167,3 +168,10 @@ def first_list(data: Any) -> tuple[str, list[Any]] | None:
     if not lists:
         return None
     return max(lists, key=lambda kv: len(kv[1]))
+
+
+@lru_cache(maxsize=4096)
+def assess_content(content: str) -> Assessment:
+    """:func:`assess` of a tool message's content, remembered: a policy re-reads the whole conversation at every
+    step, so each result would be parsed and assessed again at each later step. Assessments are frozen."""
+    return assess(parse_envelope(content))

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...messages import Decision, Message
 from ...runtime.loop import split_notes
-from ._assess import Assessment, assess, parse_envelope
+from ._assess import Assessment, assess_content
 
 _QUESTION = re.compile(r"[？?]|请问|请提供|请告诉|请说明|请确认|告诉我|能否|哪里|哪天|多少|是否")
 
@@ -77,7 +77,7 @@ def read_conversation(messages: list[Message]) -> Conversation:
                 conv.events.append(ev)
                 pending[call.id] = ev
         elif m.role == "tool" and m.tool_call_id in pending:
-            pending.pop(m.tool_call_id).assessment = assess(parse_envelope(m.content))
+            pending.pop(m.tool_call_id).assessment = assess_content(m.content)
         prev = m
     conv.events = [e for e in conv.events if not isinstance(e, ToolEvent) or e.assessment is not None]
     return conv
