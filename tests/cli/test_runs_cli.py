@@ -306,3 +306,8 @@ def test_runs_approvals_lists_what_waits_for_a_person(tmp_path):
     assert {line.split("\t")[1] for line in plain[1:]} == {"wait-1", "wait-2"}
     assert '{"' in plain[1] and "{'" not in plain[1]                    # arguments as JSON
     assert invoke("runs", "approvals", "--store", db, "--status", "nope").exit_code == 2
+
+
+def test_runs_approvals_refuses_a_run_that_is_not_an_id(tmp_path):
+    res = CliRunner().invoke(app, ["runs", "approvals", "--run", "../x", "--store", str(tmp_path / "s.db")])
+    assert res.exit_code == 2 and "not a valid id" in res.output and "Traceback" not in res.output

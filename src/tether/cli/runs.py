@@ -12,6 +12,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import UsageError
+from ..ids import check_id
 from ..store import open_store
 from ..store.export import export_run, import_run, load_run
 from ._common import console, data_json, err_console, user_errors
@@ -185,6 +186,8 @@ def list_approvals(
     with user_errors():
         if status != "all" and status not in statuses:
             raise UsageError(f"--status {status!r}: use one of {', '.join(statuses)} or all")
+        if run is not None:
+            check_id(run, "--run")
         db = open_store(store, read_only=True)
         found = db.approvals(run, None if status == "all" else status, limit=limit)
     rows = [{"approval": a["id"], "run": a["run_id"], "tool": a["tool"], "arguments": a["arguments"],
