@@ -1,7 +1,7 @@
 """Tiny stdlib validator for writer F's round-4 items: python3 check_f.py"""
 import collections, json, os, re, sys
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "f")
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "f4")
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validate writer E's round-4 loop corpus items (stdlib only).
 
-Usage: python3 check_e.py [DIR]   (default: the e/ folder beside this file)
+Usage: python3 check_e.py [DIR]   (default: ../e4, the round-4 items of writer E)
 Prints counts per family and label; exits 1 if any item is malformed.
 """
 import collections
@@ -11,7 +11,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "e")
+DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "e4")
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 KEBAB = re.compile(r"^e-[a-z0-9]+(-[a-z0-9]+)*$")
