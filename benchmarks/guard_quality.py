@@ -9,6 +9,7 @@ stops on legitimate runs, per set, per folder and per family.
     python benchmarks/guard_quality.py --rules             # also each loop rule alone
     python benchmarks/guard_quality.py --show-sealed-ids   # also name sealed items (spends the seal)
     python benchmarks/guard_quality.py --write-traces D    # every JSON item as a JSONL trace in D (tether guard-check D)
+    python benchmarks/guard_quality.py --lowo              # the tuning pool per writer, and the worst writer
 
 Three sets, printed apart:
 
@@ -370,6 +371,45 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
     return m
 
 
+# -- leave one writer out ----------------------------------------------------------
+# The folders of one person: a writer's second batch sits beside the first under a trailing round number
+# (a, a2 -> writer a). Rules cannot be refit automatically, so "leave one writer out" is read off a
+# per-writer table: a rule that only pays on the writer it was written for shows as a gap between writers.
+def writer_of(item: Item) -> str:
+    if item.half == "authors":
+        return "authors"
+    name = item.folder.split("/")[0]
+    return name.rstrip("0123456789") or name
+
+
+def lowo(corpus: list[Item], make: Callable[[], Sequence]) -> dict[str, dict]:
+    """Per writer: the stack's measurement on that writer's items alone."""
+    groups: dict[str, list[Item]] = defaultdict(list)
+    for it in corpus:
+        groups[writer_of(it)].append(it)
+    return {w: measure(group, make) for w, group in sorted(groups.items())}
+
+
+def lowo_report(corpus: list[Item], make: Callable[[], Sequence]) -> dict[str, dict]:
+    per = lowo(corpus, make)
+    print("## per writer (leave one writer out: each row is one person's items)\n")
+    print("| writer | folders | recall (by trip_by) | ok with a hint | ok with a block | ok with a stop | floor |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for w, m in per.items():
+        folders = sorted({o.item.folder for o in m["outcomes"]})
+        print(f"| {w} | {', '.join(folders)} | {_pct(m['caught'], m['loops'])} | {_pct(len(m['hints']), m['oks'])} | "
+              f"{len(m['blocks'])} | {len(m['stops'])} | {'meets' if passes(m) else 'MISSES'} |")
+    blind = {w: m for w, m in per.items() if w != "authors" and m["loops"]}
+    if blind:
+        worst = min(blind, key=lambda w: blind[w]["caught"] / blind[w]["loops"])
+        noisy = max(blind, key=lambda w: len(blind[w]["hints"]) / max(blind[w]["oks"], 1))
+        rates = [blind[w]["caught"] / blind[w]["loops"] for w in blind]
+        print(f"\nworst writer by recall: {worst} ({_pct(blind[worst]['caught'], blind[worst]['loops'])}); "
+              f"most hints on ok: {noisy} ({_pct(len(blind[noisy]['hints']), blind[noisy]['oks'])}); "
+              f"mean recall over writers {statistics.mean(rates):.1%}\n")
+    return per
+
+
 def write_traces(corpus: list[Item], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for it in corpus:
@@ -388,6 +428,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--show-sealed-ids", action="store_true", help="name held-out items (spends the seal)")
     p.add_argument("--guards", default="on", help="the guard stack (default: the reference stack)")
     p.add_argument("--write-traces", type=Path)
+    p.add_argument("--lowo", action="store_true", help="the tuning pool and the authors' corpus per writer")
     a = p.parse_args(argv)
     folders = a.corpus or default_folders()
     make = guard_stack(a.guards)
@@ -395,6 +436,9 @@ def main(argv: list[str]) -> int:
         if a.write_traces:
             write_traces(load_corpus(folders, None if a.half == "all" else a.half), a.write_traces)
             return 0
+        if a.lowo:
+            per = lowo_report(load_corpus(folders, "tuning") + authors_items(), make)
+            return 0 if all(passes(m) for m in per.values()) else 1
         print(f"guards {a.guards!r}, offline path (check_trace); folders: "
               f"{', '.join(str(f) for f in folders) or 'none'}\n")
         ok = True
