@@ -92,6 +92,7 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
+from ._evidence import is_watch_name, pending_within
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -175,6 +176,8 @@ class LoopConfig:
     max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
+    stop_after_hint: int = 0           # calls since a hint before the same loop may stop the run (0: its next
+                                       # trip), provided nothing came back new since the hint
     max_hints: int = 3                 # distinct hints in a run; a trip of yet another kind says nothing (only the
                                        # same trip again, after its hint, stops)
     rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
@@ -225,6 +228,9 @@ class LoopGuard(BaseGuard):
     reasked: int = 0                                             # questions asked again so far
     progressed: int = 0                                          # calls so far that made progress
     heard: int = -1                                              # trajectory events read for user replies
+    novel: int = 0                                               # calls so far that read a result the window had
+                                                                 # not seen (an action's receipt is not one)
+    hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -234,6 +240,7 @@ class LoopGuard(BaseGuard):
         self._said: str | None = None       # the trip being made, in the run's language (None: English)
         self._sig = ""                      # the signature of the call being decided on
         self._args: dict | None = None      # ... and its arguments
+        self._tool = ""                     # ... and its tool
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -268,7 +275,7 @@ class LoopGuard(BaseGuard):
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
-        self._sig = sig
+        self._sig, self._tool = sig, call.name
         rules = cfg.rules
         found = self._outage(call.name) if self.failed and "outage" in rules else None
         if found is not None:
@@ -303,7 +310,7 @@ class LoopGuard(BaseGuard):
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
-        self._sig = sig
+        self._sig, self._tool = sig, tool
         self._args = call.arguments
         tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
         rkey = result_hash(result, call.arguments)
@@ -341,7 +348,7 @@ class LoopGuard(BaseGuard):
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data):
+            elif is_pending(data) or pending_within(data):
                 if is_submitted(data, call.arguments):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
@@ -426,6 +433,8 @@ class LoopGuard(BaseGuard):
 
         self.count += 1
         self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
+        if rkey not in self.seen_results and not (ok and action):
+            self.novel += 1                 # news read (a receipt of an action, a fresh id, is not news)
         self.seen_results[rkey] = self.seen_results.get(rkey, 0) + 1
         if tkey:
             self.targets[tkey] = self.targets.get(tkey, 0) + 1
@@ -655,14 +664,41 @@ class LoopGuard(BaseGuard):
             self.hinted.append(trip_key)
             self.hinted_sigs += [self._sig, *(k for k in key.split("|") if ":" in k)]
             del self.hinted_sigs[:-16]
+            self._mark_hint(trip_key)
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Intervention(first, rule, (self._said or message) + extra, numbers)
+        if not self._stop_earned(trip_key):
+            return None                     # the same loop again, but too soon after its hint or with news since
         numbers = {**numbers, "trips": self.trips}
         if cfg.on_repeat == "escalate":
             return Intervention("escalate", rule, message, numbers)
         return Intervention("stop", rule, f"{message} (trip {self.trips}; the hint was ignored)", numbers,
                        status=TerminalStatus.LOOP_ABORTED, finish_up=True)
+
+    def _mark_hint(self, trip_key: str) -> None:
+        """Remember when a hint was given (calls so far, new results so far), by its trip and its call."""
+        mark = [self.count, self.novel]
+        self.hint_marks[trip_key] = mark
+        self.hint_marks[f"sig:{self._sig}"] = mark
+        if len(self.hint_marks) > 32:
+            for k in list(self.hint_marks)[:-16]:
+                del self.hint_marks[k]
+
+    def _stop_earned(self, trip_key: str) -> bool:
+        """A stop ends work, so it needs more than a second trip: the model went on with the
+        loop for ``stop_after_hint`` calls after its hint, and none of them (nor anything
+        else since) brought back a result the window had not seen. A status page that turns
+        after the hint, a poll that moves on, a retry that gets through: no stop."""
+        mark = self.hint_marks.get(trip_key) or self.hint_marks.get(f"sig:{self._sig}")
+        if mark is None:
+            return True                     # a state from before marks were kept: the old ladder
+        if self.count - mark[0] < self.config.stop_after_hint or self.novel != mark[1]:
+            return False
+        if trip_key.startswith("identical:") and self._tool and is_watch_name(self._tool):
+            st = self.sigs.get(self._sig)   # a status read repeated is someone waiting for a change: it is
+            return st is not None and st[1] >= self.config.max_polls    # stopped only where a poll would be
+        return True
 
     # -- rules -----------------------------------------------------------------
     def _identical(self, call: ToolCallRequest, sig: str):
@@ -1082,7 +1118,8 @@ class LoopGuard(BaseGuard):
                 "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
                 "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
-                "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()}}
+                "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
+                "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -1113,6 +1150,8 @@ class LoopGuard(BaseGuard):
         self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
         self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
+        self.novel = int(state.get("novel", 0))
+        self.hint_marks = {k: list(v) for k, v in state.get("hint_marks", {}).items()}
 
 
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
