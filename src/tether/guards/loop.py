@@ -176,8 +176,12 @@ class LoopConfig:
     max_reasks: int = 1                # questions asked again in a run (a slip) before another one asked again trips
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
-    stop_after_hint: int = 0           # calls since a hint before the same loop may stop the run (0: its next
-                                       # trip), provided nothing came back new since the hint
+    max_same_failures: int = 2         # the same call failing the same way (not transiently) with no success of
+                                       # any call between: the 2nd draws a hint (a failed call changed nothing)
+    max_same_error: int = 3            # calls of one tool in a row, arguments changed, failing with the same error
+    stop_after_hint: int = 1           # calls made after a hint given on a result before the same loop may stop
+                                       # the run (not the very next call); a hint before a call lets the next
+                                       # trip stop. Either way nothing may have come back new since the hint
     max_hints: int = 3                 # distinct hints in a run; a trip of yet another kind says nothing (only the
                                        # same trip again, after its hint, stops)
     rules: frozenset[str] = frozenset(RULES)   # the rules in force (all by default)
@@ -231,6 +235,8 @@ class LoopGuard(BaseGuard):
     novel: int = 0                                               # calls so far that read a result the window had
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
+    err_runs: dict[str, list] = field(default_factory=dict)      # tool -> [its last error, failures in a row with it,
+                                                                 #          their target]
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -241,6 +247,7 @@ class LoopGuard(BaseGuard):
         self._sig = ""                      # the signature of the call being decided on
         self._args: dict | None = None      # ... and its arguments
         self._tool = ""                     # ... and its tool
+        self._in_after = False              # deciding after a result (not before a call)
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -300,6 +307,13 @@ class LoopGuard(BaseGuard):
         return self._ladder(*found)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
+        self._in_after = True
+        try:
+            return self._after_tool(ctx, call, result)
+        finally:
+            self._in_after = False
+
+    def _after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         cfg = self.config
         tool = call.name
         if tool in cfg.exempt_tools:
@@ -504,6 +518,12 @@ class LoopGuard(BaseGuard):
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
                 (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
+        if not ok and kind == _NORMAL:
+            found = self._failing_again(call, tool, sig, st, rkey, target)
+            if found is not None:
+                return self._ladder(*found)
+        elif self.err_runs:
+            self.err_runs.pop(tool, None)
         if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
             found = self._came_back(tool, sig, rkey, ok)
             if found is not None:
@@ -514,6 +534,51 @@ class LoopGuard(BaseGuard):
             if found is not None:
                 return self._ladder(*found)
         return None
+
+    def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str):
+        """After a failure that is not transient: a failed call changes nothing, so
+
+        * the same call failing the same way as its last call, with no success of any call
+          between (``max_same_failures``-th time), will fail that way again (a missing
+          parameter, a file too large, an edit that changes nothing, a tool that is not there);
+        * one tool failing with the same error ``max_same_error`` times in a row on the same
+          target (the same file, record, template: only the other arguments changed) is guessing:
+          the changes made between do not reach what the error is about. Another error is
+          progress (the last one was fixed); the same "not found" on another path is a search
+          (each miss rules one out). Read from changing arguments, this is a hint said once."""
+        cfg = self.config
+        run = self.err_runs.get(tool)
+        same = run is not None and run[0] == rkey and run[2] == target
+        run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target]
+        if len(self.err_runs) > _MAX_KEYS:
+            _bound(self.err_runs)
+        if "identical" in cfg.rules and 2 <= st[1] >= cfg.max_same_failures and self._nothing_succeeded_since(st):
+            what = self._args or {}
+            self._say("loop.identical", count=st[1], tool=call.name, args=_short(what), limit=st[1] - 1)
+            return ("identical", sig,
+                    f"{call.name} ({_short(what)}) failed the same way {st[1]} times with nothing succeeding "
+                    f"between; limit {cfg.max_same_failures - 1}. The same call will fail the same way: read the "
+                    "error and change what it names, or say what is missing.",
+                    {"count": st[1], "limit": cfg.max_same_failures - 1, "tool": call.name})
+        if "no_progress" in cfg.rules and run[1] >= cfg.max_same_error:
+            self._say("loop.no_progress", count=run[1], limit=cfg.max_same_error - 1)
+            return ("no_progress", f"~error:{tool}",
+                    f"the last {run[1]} calls to {call.name}, each with other arguments, all failed with the same "
+                    f"error; limit {cfg.max_same_error - 1}. Changing the arguments this way does not reach what the "
+                    "error is about: read it again, look the expected form up, or ask.",
+                    {"count": run[1], "limit": cfg.max_same_error - 1})
+        return None
+
+    def _nothing_succeeded_since(self, st: list) -> bool:
+        """No call succeeded since the earlier call of ``st`` (its last index before this one)."""
+        calls = self.calls
+        for i in range(len(calls) - 2, -1, -1):
+            entry = calls[i]
+            if entry[_SIG] == calls[-1][_SIG]:
+                return True
+            if not entry[_RESULT].startswith("!"):
+                return False
+        return True
 
     def _came_back(self, tool: str, sig: str, rkey: str, ok: bool):
         """A-B-A: this tool's answer is the one it gave two calls of it ago, and the call
@@ -664,7 +729,7 @@ class LoopGuard(BaseGuard):
             self.hinted.append(trip_key)
             self.hinted_sigs += [self._sig, *(k for k in key.split("|") if ":" in k)]
             del self.hinted_sigs[:-16]
-            self._mark_hint(trip_key)
+            self._mark_hint(trip_key, delay=self._in_after and rule != "retry_budget")
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Intervention(first, rule, (self._said or message) + extra, numbers)
@@ -676,9 +741,11 @@ class LoopGuard(BaseGuard):
         return Intervention("stop", rule, f"{message} (trip {self.trips}; the hint was ignored)", numbers,
                        status=TerminalStatus.LOOP_ABORTED, finish_up=True)
 
-    def _mark_hint(self, trip_key: str) -> None:
-        """Remember when a hint was given (calls so far, new results so far), by its trip and its call."""
-        mark = [self.count, self.novel]
+    def _mark_hint(self, trip_key: str, delay: bool) -> None:
+        """Remember when a hint was given (calls so far, new results so far), by its trip and its call.
+        A hint given after a result counts from that call (``delay``); one given before a call, on a
+        question, or on a retry (whose budget says the next attempt stops) lets the very next trip stop."""
+        mark = [self.count if delay else self.count - 1, self.novel]
         self.hint_marks[trip_key] = mark
         self.hint_marks[f"sig:{self._sig}"] = mark
         if len(self.hint_marks) > 32:
@@ -1119,7 +1186,8 @@ class LoopGuard(BaseGuard):
                 "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
-                "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()}}
+                "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()},
+                "err_runs": {k: list(v) for k, v in self.err_runs.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -1152,6 +1220,7 @@ class LoopGuard(BaseGuard):
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
         self.novel = int(state.get("novel", 0))
         self.hint_marks = {k: list(v) for k, v in state.get("hint_marks", {}).items()}
+        self.err_runs = {k: list(v) for k, v in state.get("err_runs", {}).items()}
 
 
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
