@@ -6,9 +6,10 @@ and runs on every call, so it is kept lean): these run only when a call repeats.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ._calls import _NAME_TOKEN, is_pending
+from ._calls import _NAME_TOKEN, canon_result, is_pending, norm_text
 
 _MAX_DEPTH = 2
 
@@ -44,3 +45,66 @@ def is_watch_name(tool: str) -> bool:
         if len(_WATCH) > 4096:
             _WATCH.clear()
     return known
+
+
+_MAX_UNITS = 400
+# A number that measures the call itself (``latency_ms``, ``took``, ``elapsed_time``, ``search_time_ms``):
+# it differs on every answer and says nothing about the content.
+_TIMING = re.compile(r"(?:^|_)(?:latency|elapsed|took|duration|timing|(?:response|search|query|processing|server|"
+                     r"exec|execution|run)_?time)(?:_?time)?(?:_?(?:ms|s|sec|secs|seconds|us))?$", re.I)
+_NUMBERS = (int, float)
+
+
+def content_units(data: Any) -> set[str] | None:
+    """What a result says, as a set of units that do not depend on order: each item of a
+    list by its text (its strings; numbers on a listed item, a score or a rank, belong to
+    this answer's ordering, not to the item), each line of a multi-line text, and every
+    other scalar with its path. ``None`` when the result holds neither a list nor a
+    multi-line text (its exact form is then all there is to compare)."""
+    units: set[str] = set()
+    found = [False]
+    _units(data, "", units, found, 0)
+    return units if found[0] else None
+
+
+def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> None:
+    if len(units) >= _MAX_UNITS or depth > 6:
+        return
+    kind = type(value)
+    if kind is dict:
+        for key, inner in value.items():
+            if type(inner) in _NUMBERS and _TIMING.search(key):
+                continue                    # how long this answer took is not what it says
+            _units(inner, f"{path}.{key}", units, found, depth + 1)
+    elif kind is list:
+        found[0] = True
+        for item in value[:_MAX_UNITS]:
+            if type(item) is dict:
+                texts = sorted(_texts(item, 0))
+                units.add(f"{path}[]" + ("\x1f".join(texts) if texts else canon_result(item)))
+            elif type(item) is list:
+                _units(item, path + "[]", units, found, depth + 1)
+            else:
+                units.add(f"{path}[]{_norm(item)}")
+    elif kind is str and "\n" in value:
+        found[0] = True
+        for line in value.splitlines()[:_MAX_UNITS]:
+            line = " ".join(line.split())
+            if line:
+                units.add(f"{path}:{line}")
+    else:
+        units.add(f"{path}={_norm(value)}")
+
+
+def _texts(item: dict, depth: int) -> list[str]:
+    out = []
+    for key, value in item.items():
+        if type(value) is str:
+            out.append(f"{key}={norm_text(value)}")
+        elif type(value) is dict and depth < 3:
+            out += _texts(value, depth + 1)
+    return out
+
+
+def _norm(value: Any) -> str:
+    return norm_text(value) if type(value) is str else repr(value)

@@ -92,7 +92,7 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
-from ._evidence import is_watch_name, pending_within
+from ._evidence import content_units, is_watch_name, pending_within
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -235,6 +235,7 @@ class LoopGuard(BaseGuard):
     novel: int = 0                                               # calls so far that read a result the window had
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
+    units: dict[str, list] = field(default_factory=dict)         # sig -> what its answers said (content units)
     err_runs: dict[str, list] = field(default_factory=dict)      # tool -> [its last error, failures in a row with it,
                                                                  #          their target]
 
@@ -248,6 +249,7 @@ class LoopGuard(BaseGuard):
         self._args: dict | None = None      # ... and its arguments
         self._tool = ""                     # ... and its tool
         self._in_after = False              # deciding after a result (not before a call)
+        self._answers: dict[str, Any] = {}  # sig -> its last answer as returned (not state: compared on a repeat)
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -338,6 +340,8 @@ class LoopGuard(BaseGuard):
         index = self.count
         data = result.data
         st = self.sigs.get(sig)
+        if ok and not action and not wait:
+            rkey = self._known_content(sig, st, rkey, data)
         fresh = None
         if ok and not wait and not reads and type(data) is dict and len(data) <= 16 and flat_answer(data):
             # the answer is kept as is (a small flat dict: JSON in a checkpoint) until the same call comes
@@ -534,6 +538,34 @@ class LoopGuard(BaseGuard):
             if found is not None:
                 return self._ladder(*found)
         return None
+
+    def _known_content(self, sig: str, st: list | None, rkey: str, data: Any) -> str:
+        """The same call answered with just what it had already answered (the same items in
+        another order, the same lines shuffled, scores moved between them): the same result,
+        whatever its exact form. Returns the result key to record the call under.
+        Computed only when a call repeats with another answer (the earlier answer is kept
+        as is until then)."""
+        prev = self._answers.get(sig)
+        self._answers[sig] = data
+        if len(self._answers) > 64:
+            del self._answers[next(iter(self._answers))]
+        if st is None or rkey == st[0] or (prev is None and sig not in self.units):
+            return rkey
+        units = content_units(data)
+        if units is None:
+            return rkey
+        known = self.units.get(sig)
+        if known is None:
+            known = content_units(prev) or set()
+        else:
+            known = set(known)
+        if units == known:
+            return st[0]                    # nothing new and nothing gone: the answer it gave before (a list of
+                                            # errors that shrank is progress)
+        self.units[sig] = sorted(known | units)[:_MAX_UNITS]
+        if len(self.units) > 64:
+            del self.units[next(iter(self.units))]
+        return rkey
 
     def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str):
         """After a failure that is not transient: a failed call changes nothing, so
@@ -1187,7 +1219,8 @@ class LoopGuard(BaseGuard):
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
                 "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()},
-                "err_runs": {k: list(v) for k, v in self.err_runs.items()}}
+                "err_runs": {k: list(v) for k, v in self.err_runs.items()},
+                "units": {k: list(v) for k, v in self.units.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -1221,6 +1254,7 @@ class LoopGuard(BaseGuard):
         self.novel = int(state.get("novel", 0))
         self.hint_marks = {k: list(v) for k, v in state.get("hint_marks", {}).items()}
         self.err_runs = {k: list(v) for k, v in state.get("err_runs", {}).items()}
+        self.units = {k: list(v) for k, v in state.get("units", {}).items()}
 
 
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
@@ -1263,6 +1297,7 @@ _MIN_CONTENT = 16   # characters of content that make two creates copies of one 
 _DIGITS_RE = re.compile(r"\d+")
 
 
+_MAX_UNITS = 400    # content units kept per call signature
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
 
 
