@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._calls import _NAME_TOKEN, canon_result, is_pending, norm_text
+from ..events import ToolResultEvent
+from ._calls import _NAME_TOKEN, canon_result, is_pending, is_transient, norm_text
 
 _MAX_DEPTH = 2
 
@@ -108,3 +109,47 @@ def _texts(item: dict, depth: int) -> list[str]:
 
 def _norm(value: Any) -> str:
     return norm_text(value) if type(value) is str else repr(value)
+
+
+# Error types that name a failure no wait can clear: they outweigh words in the message ("the AskQuestion tool is
+# unavailable in this environment", a validation error about a field named ``timeout``).
+_LASTING_TYPES = frozenset({"validation", "validation_error", "invalid", "invalid_argument", "invalid_request",
+                            "invalid_params", "bad_request", "not_found", "permission", "permission_denied",
+                            "forbidden", "unauthorized", "auth", "authentication", "conflict", "schema"})
+
+
+def transient_failure(result: ToolResultEvent) -> bool:
+    """:func:`._calls.is_transient`, unless the failure's own type says it lasts."""
+    if (result.error_type or "").casefold() in _LASTING_TYPES:
+        return False
+    return is_transient(result)
+
+
+_RETRY_AFTER_S = re.compile(r"retry[- _]?after\W{0,3}(\d{1,6}(?:\.\d+)?)\s*(ms|s\b|sec|seconds?|m\b|min|minutes?)?",
+                            re.I)
+_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown", re.I)
+
+
+def retry_after_s(result: ToolResultEvent) -> float | None:
+    """The wait a failure asks for (``Retry-After: 7``, ``retry after 4s``), in seconds."""
+    m = _RETRY_AFTER_S.search(result.error or "")
+    if m is None:
+        return None
+    unit = (m.group(2) or "s").casefold()
+    value = float(m.group(1))
+    return value / 1000 if unit == "ms" else value * 60 if unit[:1] == "m" else value
+
+
+def delay_asked(arguments: dict) -> float | None:
+    """A delay the call itself sets (``backoff_s: 8``, ``delay_ms: 500``): the largest such number."""
+    found = None
+    for key, value in arguments.items():
+        if type(value) in (int, float) and _DELAY_KEY.search(key):
+            found = value if found is None else max(found, value)
+    return found
+
+
+def carries_idempotency_key(arguments: dict) -> bool:
+    """A write sent with an idempotency key (``idempotency_key``, ``Idempotency-Key``, ``idempotencyToken``):
+    the server does it once however often it arrives, so sending it again repeats nothing."""
+    return any(type(k) is str and "idempoten" in k.casefold() and arguments[k] for k in arguments)

@@ -92,7 +92,7 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
-from ._evidence import content_units, is_watch_name, pending_within
+from ._evidence import carries_idempotency_key, content_units, delay_asked, is_watch_name, pending_within, retry_after_s, transient_failure
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -103,7 +103,6 @@ from ._calls import (
     is_create_name,
     is_pending,
     is_submitted,
-    is_transient,
     is_wait_name,
     waits_in,
     no_such_tool,
@@ -136,7 +135,7 @@ _SIG, _TOOL, _TARGET, _RESULT, _PROGRESS, _KIND, _INDEX = range(7)
 class LoopConfig:
     window: int = 30                   # calls remembered
     max_identical: int = 2             # an unchanged identical call may be made this many times
-    retry_hint_after: int = 4          # transient failures of a tool in a row, with no wait between them, that
+    retry_hint_after: int = 3          # transient failures of a tool in a row, with no wait between them, that
                                        # draw a hint (never a block): one past the usual 3-attempt SDK default
                                        # (crush, hermes, openai-python). Retries with a wait between are left
                                        # alone until the budget below is used up
@@ -217,7 +216,9 @@ class LoopGuard(BaseGuard):
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
-                                                                 #          its time (s), immediate retries]
+                                                                 #          its time (s), immediate retries, index of
+                                                                 #          its last backoff, Retry-After asked, delay
+                                                                 #          set by the call]
     waited: int = -1                                             # index of the last wait-tool call
     thinking_s: float = 0.0                                      # the agent's own model time so far (s)
     thought_scanned: int = 0                                     # trajectory events read for it
@@ -376,7 +377,7 @@ class LoopGuard(BaseGuard):
                 # a call that walks on by itself (a scroll) and says more follow; "what is new since 09:00"
                 kind = _POLL
         else:
-            kind = _TRANSIENT if is_transient(result) else _POLL if is_not_ready(result) else _NORMAL
+            kind = _TRANSIENT if transient_failure(result) else _POLL if is_not_ready(result) else _NORMAL
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
                                                    and _no_items(data)))
@@ -499,7 +500,7 @@ class LoopGuard(BaseGuard):
             self.failed.pop(tool, None)
         if kind == _TRANSIENT and result.executed:
             if "retry_budget" in cfg.rules:
-                found = self._retry_budget(call, tool, index, self._agent_seconds(ctx))
+                found = self._retry_budget(call, tool, index, self._agent_seconds(ctx), result)
                 if found is not None:
                     return found
         elif self.retries and (ok or kind == _NORMAL):
@@ -528,6 +529,11 @@ class LoopGuard(BaseGuard):
                 return self._ladder(*found)
         elif self.err_runs:
             self.err_runs.pop(tool, None)
+        if kind == _NORMAL and st[1] >= 2 and "cycle" in cfg.rules and len(self.calls) > 2 \
+                and "cycle:replay" not in self.hinted:
+            found = self._replayed(call, sig, st)
+            if found is not None:
+                return self._ladder(*found)
         if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
             found = self._came_back(tool, sig, rkey, ok)
             if found is not None:
@@ -824,7 +830,10 @@ class LoopGuard(BaseGuard):
 
     def _duplicate_action(self, call: ToolCallRequest, sig: str):
         """A side-effecting call that already succeeded with these arguments: doing it
-        again makes another ticket, message or charge, whatever id it returns."""
+        again makes another ticket, message or charge, whatever id it returns (unless it
+        carries an idempotency key: then the server does it once)."""
+        if carries_idempotency_key(call.arguments):
+            return None
         done = self.acted.get(sig, 0)
         limit = self.config.max_action_repeats
         if done < limit:
@@ -944,7 +953,8 @@ class LoopGuard(BaseGuard):
                  {"count": n, "limit": self.config.max_empty_pages - 1, "tool": call.name})
         return self._ladder(*found)
 
-    def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float) -> Intervention | None:
+    def _retry_budget(self, call: ToolCallRequest, tool: str, index: int, at_s: float,
+                      result: ToolResultEvent) -> Intervention | None:
         """After a transient failure: the transient failures of this tool in a row
         (whatever its arguments: a backoff or attempt counter in them changes
         nothing). The ``retry_hint_after``-th draws a hint (a hint only: no
@@ -955,16 +965,21 @@ class LoopGuard(BaseGuard):
         failure that uses those up draws a hint and the next attempt stops."""
         cfg = self.config
         r = self.retries.get(tool)
+        asked, delay = retry_after_s(result), delay_asked(call.arguments)
         if r is None:
-            r = self.retries[tool] = [0, index, at_s, 0, -1]
+            r = self.retries[tool] = [0, index, at_s, 0, -1, asked, delay]
             _bound(self.retries)
         else:
-            if len(r) < 5:
-                r.append(-1)
+            while len(r) < 7:
+                r.append(-1 if len(r) == 4 else None)
             if self.waited > r[1]:
                 r[4] = self.waited              # backing off with a wait tool
             elif at_s - r[2] < cfg.min_retry_gap_s:
                 r[3] += 1
+            if _grew(r[5], asked) or _grew(r[6], delay):
+                r[4] = index                    # backing off: the wait the server asks for grows (it is being
+                                                # honoured), or the call sets a growing delay itself
+            r[5], r[6] = asked, delay
         r[0] += 1
         r[1], r[2] = index, at_s
         retried = r[0] - 1
@@ -1067,6 +1082,8 @@ class LoopGuard(BaseGuard):
         st = self.sigs.get(sig)
         if st is None or st[2] != _NORMAL or st[1] < 1 or not self.calls:
             return None
+        if len(st) > 7 and st[4] != self.progressed:
+            return None                     # something made progress since its last call: a check after a change
         prev = self.calls[-1]
         if prev[_SIG] == sig or prev[_KIND] != _NORMAL or prev[_PROGRESS]:
             return None
@@ -1076,6 +1093,24 @@ class LoopGuard(BaseGuard):
         self._say("loop.replay", tool=call.name)
         return ("cycle", "replay",
                 f"{call.name} ({_short(call.arguments)}) and the call before it repeat earlier calls that got the "
+                "very same results: the work is being started over. Use what those calls returned and go on "
+                "from where you were.",
+                {"period": 0, "rounds": 2, "limit": 1, "tools": f"{prev[_TOOL]} -> {call.name}"})
+
+    def _replayed(self, call: ToolCallRequest, sig: str, st: list):
+        """After the result: this call and the one before it both repeated earlier calls and
+        got the very same results, although work was done since (the before-call check
+        leaves a repeat after progress alone: a check after a change may answer anew; this
+        one did not)."""
+        prev = self.calls[-2]
+        if prev[_SIG] == sig or prev[_KIND] != _NORMAL or prev[_PROGRESS]:
+            return None
+        pst = self.sigs.get(prev[_SIG])
+        if pst is None or pst[1] < 2 or pst[0] != prev[_RESULT]:
+            return None
+        self._say("loop.replay", tool=call.name)
+        return ("cycle", "replay",
+                f"{call.name} ({_short(call.arguments)}) and the call before it repeated earlier calls and got the "
                 "very same results: the work is being started over. Use what those calls returned and go on "
                 "from where you were.",
                 {"period": 0, "rounds": 2, "limit": 1, "tools": f"{prev[_TOOL]} -> {call.name}"})
@@ -1260,6 +1295,10 @@ class LoopGuard(BaseGuard):
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
 # (a title or subject that differs names another thing: six issues from a checklist)
 _BODY_KEYS = frozenset({"message", "text", "body", "content", "html", "markdown", "msg"})
+
+
+def _grew(before: float | None, now: float | None) -> bool:
+    return before is not None and now is not None and now > before
 
 
 def _only_body_differs(before: dict, parts: dict) -> bool:
