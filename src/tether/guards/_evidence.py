@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..events import ToolResultEvent
-from ._calls import _NAME_TOKEN, canon_result, is_pending, is_transient, norm_text
+from ._calls import _NAME_TOKEN, TRANSIENT_TYPES, canon_result, is_pending, is_transient, norm_text
 
 _MAX_DEPTH = 2
 
@@ -119,10 +119,18 @@ _LASTING_TYPES = frozenset({"validation", "validation_error", "invalid", "invali
 
 
 def transient_failure(result: ToolResultEvent) -> bool:
-    """:func:`._calls.is_transient`, unless the failure's own type says it lasts."""
-    if (result.error_type or "").casefold() in _LASTING_TYPES:
+    """:func:`._calls.is_transient`, unless the failure's own type says it lasts; and a
+    failure typed as transient (a rate limit) that itself says to try again later clears by
+    waiting, even when it calls its limit a quota (``Throttling.RateQuota``)."""
+    kind = (result.error_type or "").casefold()
+    if kind in _LASTING_TYPES:
         return False
+    if kind in TRANSIENT_TYPES and _LATER.search(result.error or ""):
+        return True
     return is_transient(result)
+
+
+_LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.I)
 
 
 _RETRY_AFTER_S = re.compile(r"retry[- _]?after\W{0,3}(\d{1,6}(?:\.\d+)?)\s*(ms|s\b|sec|seconds?|m\b|min|minutes?)?",
