@@ -161,3 +161,24 @@ def carries_idempotency_key(arguments: dict) -> bool:
     """A write sent with an idempotency key (``idempotency_key``, ``Idempotency-Key``, ``idempotencyToken``):
     the server does it once however often it arrives, so sending it again repeats nothing."""
     return any(type(k) is str and "idempoten" in k.casefold() and arguments[k] for k in arguments)
+
+
+# A yes/no question that offers or confirms an action ("Want me to check again?", "Should I send it?",
+# "需要我稍后再查一次吗？"): asking it again after new results is a new offer. A question that asks for a piece
+# of information ("Which calendar?", "请问您要预约哪天？") asked again after an answer asks for what was given.
+_OFFER_EN = re.compile(r"\b(?:do|does|did|would|will|should|shall|can|could|may|is|are|want|wanna)\s+"
+                       r"(?:you|i|we|me|it|this|that|they)\b(?!\s+(?:tell|give|provide|share|send|let)\b)", re.I)
+_OFFER_ZH = re.compile(r"吗\s*[？?]?\s*$|要不要|需不需要|是否|好不好|行不行|可不可以|对吗|确认")
+_ASKS_FOR = re.compile(r"\b(?:which|what|where|when|who|whom|whose|how (?:many|much|long))\b|哪|什么|几|多少|谁|何时|请提供|"
+                       r"请告诉|提供一下", re.I)
+
+
+def asks_for_information(text: str) -> bool:
+    """A question that asks the user for a piece of information, not a yes/no offer or confirmation."""
+    text = text.strip()
+    wh = _ASKS_FOR.search(text) if text else None
+    if wh is None or _OFFER_ZH.search(text):
+        return False
+    offer = _OFFER_EN.search(text)
+    return offer is None or offer.start() > wh.start()     # "Which calendar should I use?" asks; "Should I ...?"
+                                                           # offers

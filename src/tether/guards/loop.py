@@ -92,7 +92,7 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
-from ._evidence import carries_idempotency_key, content_units, delay_asked, is_watch_name, pending_within, retry_after_s, transient_failure
+from ._evidence import asks_for_information, carries_idempotency_key, content_units, delay_asked, is_watch_name, pending_within, retry_after_s, transient_failure
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -737,6 +737,10 @@ class LoopGuard(BaseGuard):
             why, n, limit = "refused or left unanswered", refused, cfg.max_question_repeats
         elif len(similar) >= cfg.max_question_asks:
             why, n, limit = "asked and answered", len(similar), cfg.max_question_asks
+        elif any(q[1] is False for q in similar) and asks_for_information(decision.text):
+            # a question for a piece of information the user already gave (not a yes/no offer made again after
+            # new results: "want me to check again?")
+            why, n, limit = "asked and answered", len(similar), 1
         elif similar and self.reasked >= cfg.max_reasks:
             why, n, limit = "answered (and an answered question was already asked again)", len(similar), \
                 cfg.max_reasks
