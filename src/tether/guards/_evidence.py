@@ -182,3 +182,33 @@ def asks_for_information(text: str) -> bool:
     offer = _OFFER_EN.search(text)
     return offer is None or offer.start() > wh.start()     # "Which calendar should I use?" asks; "Should I ...?"
                                                            # offers
+
+
+_OFFSET_KEYS = frozenset({"offset", "skip", "start", "startat", "startindex", "from", "startrow"})
+_TOTAL_KEYS = frozenset({"total", "totalcount", "totalresults", "totalhits", "totalitems", "totalsize", "count_total"})
+
+
+def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
+    """Offset paging that reached its total: the page asked for starts at or past the
+    total the answer reports, or its items reach it (``startAt: 200`` + 37 issues of a
+    ``total: 237``). What ``has_more`` says for an API that only gives a total."""
+    if type(data) is not dict or not arguments:
+        return False
+    offset = None
+    for key, value in arguments.items():
+        if type(value) is int and type(key) is str and key.casefold().replace("_", "") in _OFFSET_KEYS:
+            offset = value
+            break
+    if offset is None:
+        return False
+    for level in (data, *(v for v in data.values() if type(v) is dict)):
+        total, items = None, None
+        for key, value in level.items():
+            k = key.casefold().replace("_", "") if type(key) is str else ""
+            if k in _TOTAL_KEYS and type(value) is int:
+                total = value
+            elif type(value) is list and items is None:
+                items = len(value)
+        if total is not None:
+            return offset >= total or (items is not None and offset + items >= total)
+    return False
