@@ -179,7 +179,6 @@ class LoopConfig:
     max_same_failures: int = 2         # the same call failing the same way (not transiently) with no success of
                                        # any call between: the 2nd draws a hint (a failed call changed nothing)
     max_same_error: int = 3            # calls of one tool in a row, arguments changed, failing with the same error
-    max_empty_answers: int = 3         # reads of one tool in a row on one target that all came back empty
     stop_after_hint: int = 1           # calls made after a hint given on a result before the same loop may stop
                                        # the run (not the very next call); a hint before a call lets the next
                                        # trip stop. Either way nothing may have come back new since the hint
@@ -239,7 +238,6 @@ class LoopGuard(BaseGuard):
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
     units: dict[str, list] = field(default_factory=dict)         # sig -> what its answers said (content units)
-    empty_runs: dict[str, list] = field(default_factory=dict)    # tool -> [empty answers in a row, their target]
     err_runs: dict[str, list] = field(default_factory=dict)      # tool -> [its last error, failures in a row with it,
                                                                  #          their target]
 
@@ -442,9 +440,6 @@ class LoopGuard(BaseGuard):
                 self.last[tool] = [parts, rkey, 1, target]
                 if len(self.last) > _MAX_KEYS:
                     _bound(self.last)
-        empty_found = self._empty_again(call, tool, target, data, nothing) if reading else None
-        if not reading and self.empty_runs:
-            self.empty_runs.pop(tool, None)
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
@@ -531,8 +526,6 @@ class LoopGuard(BaseGuard):
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
                 (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
-        if empty_found is not None:
-            return self._ladder(*empty_found)
         if not ok and kind == _NORMAL:
             found = self._failing_again(call, tool, sig, st, rkey, target)
             if found is not None:
@@ -582,30 +575,6 @@ class LoopGuard(BaseGuard):
         if len(self.units) > 64:
             del self.units[next(iter(self.units))]
         return rkey
-
-    def _empty_again(self, call: ToolCallRequest, tool: str, target: str, data: Any, nothing: bool):
-        """A read that came back with nothing (no items) ``max_empty_answers`` times in a row
-        on the same target, in other words each time or not: asking again another way will
-        not make it appear. A hint said once (read from wording, it never stops a run)."""
-        empty = nothing or _no_items(data)
-        run = self.empty_runs.get(tool)
-        if not empty:
-            if run is not None:
-                del self.empty_runs[tool]
-            return None
-        n = run[0] + 1 if run is not None and run[1] == target else 1
-        self.empty_runs[tool] = [n, target]
-        if len(self.empty_runs) > _MAX_KEYS:
-            _bound(self.empty_runs)
-        limit = self.config.max_empty_answers
-        if n < limit or "near_duplicate" not in self.config.rules:
-            return None
-        self._say("loop.same_answer", tool=call.name, count=n)
-        return ("near_duplicate", f"~empty:{tool}",
-                f"the last {n} calls to {call.name} all came back empty; limit {limit - 1}. Asking again in other "
-                "words will not make it appear: use a suggestion the answers gave, search somewhere else, or say "
-                "it was not found.",
-                {"count": n, "limit": limit - 1, "tool": call.name})
 
     def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str):
         """After a failure that is not transient: a failed call changes nothing, so
@@ -1293,8 +1262,7 @@ class LoopGuard(BaseGuard):
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
                 "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()},
                 "err_runs": {k: list(v) for k, v in self.err_runs.items()},
-                "units": {k: list(v) for k, v in self.units.items()},
-                "empty_runs": {k: list(v) for k, v in self.empty_runs.items()}}
+                "units": {k: list(v) for k, v in self.units.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -1329,7 +1297,6 @@ class LoopGuard(BaseGuard):
         self.hint_marks = {k: list(v) for k, v in state.get("hint_marks", {}).items()}
         self.err_runs = {k: list(v) for k, v in state.get("err_runs", {}).items()}
         self.units = {k: list(v) for k, v in state.get("units", {}).items()}
-        self.empty_runs = {k: list(v) for k, v in state.get("empty_runs", {}).items()}
 
 
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
