@@ -219,7 +219,8 @@ class LoopGuard(BaseGuard):
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
                                                                  #          its time (s), immediate retries, index of
                                                                  #          its last backoff, Retry-After asked, delay
-                                                                 #          set by the call]
+                                                                 #          set by the call, its last failure, all
+                                                                 #          failures alike]
     waited: int = -1                                             # index of the last wait-tool call
     thinking_s: float = 0.0                                      # the agent's own model time so far (s)
     thought_scanned: int = 0                                     # trajectory events read for it
@@ -973,12 +974,15 @@ class LoopGuard(BaseGuard):
         cfg = self.config
         r = self.retries.get(tool)
         asked, delay = retry_after_s(result), delay_asked(call.arguments)
+        said = result_hash(result, call.arguments)
         if r is None:
-            r = self.retries[tool] = [0, index, at_s, 0, -1, asked, delay]
+            r = self.retries[tool] = [0, index, at_s, 0, -1, asked, delay, said, True]
             _bound(self.retries)
         else:
-            while len(r) < 7:
-                r.append(-1 if len(r) == 4 else None)
+            while len(r) < 9:
+                r.append(-1 if len(r) == 4 else True if len(r) == 8 else None)
+            r[8] = r[8] and r[7] == said        # the very same failure every time (not a timeout, then a 429)
+            r[7] = said
             if self.waited > r[1]:
                 r[4] = self.waited              # backing off with a wait tool
             elif at_s - r[2] < cfg.min_retry_gap_s:
@@ -994,7 +998,7 @@ class LoopGuard(BaseGuard):
         key = f"retry_budget:{tool}"
         if hammering:
             limit, how = cfg.max_immediate_retries, " in quick succession"
-        elif (r[0] == cfg.retry_hint_after and r[4] < 0 or r[0] == cfg.max_transient_retries + 1) \
+        elif (r[0] == cfg.retry_hint_after and r[4] < 0 and r[8] or r[0] == cfg.max_transient_retries + 1) \
                 and key not in self.hinted and len(self.hinted) < cfg.max_hints:
             limit, how = cfg.max_transient_retries, ""
         else:
