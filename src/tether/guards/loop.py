@@ -177,7 +177,8 @@ class LoopConfig:
     max_question_asks: int = 2         # asks of a question, answered or not, before asking it again trips
     question_overlap: float = 0.4      # content overlap (0-1) that makes two questions the same
     max_same_failures: int = 2         # the same call failing the same way (not transiently) with no success of
-                                       # any call between: the 2nd draws a hint (a failed call changed nothing)
+                                       # any call between, after another call was tried: the 2nd draws a hint
+                                       # (a failed call changed nothing); in a row, one more
     max_same_error: int = 3            # calls of one tool in a row, arguments changed, failing with the same error
     stop_after_hint: int = 1           # calls made after a hint given on a result before the same loop may stop
                                        # the run (not the very next call); a hint before a call lets the next
@@ -581,8 +582,10 @@ class LoopGuard(BaseGuard):
         """After a failure that is not transient: a failed call changes nothing, so
 
         * the same call failing the same way as its last call, with no success of any call
-          between (``max_same_failures``-th time), will fail that way again (a missing
-          parameter, a file too large, an edit that changes nothing, a tool that is not there);
+          between, will fail that way again: come back to after another call that failed too
+          (a detour that changed nothing), the ``max_same_failures``-th time draws a hint; made
+          again at once, one more (one immediate retry of a failure is what careful agents do,
+          C4's steady agent among them; the identical-call rule speaks before the 3rd anyway);
         * one tool failing with the same error ``max_same_error`` times in a row on the same
           target (the same file, record, template: only the other arguments changed) is guessing:
           the changes made between do not reach what the error is about. Another error is
@@ -594,7 +597,9 @@ class LoopGuard(BaseGuard):
         run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target]
         if len(self.err_runs) > _MAX_KEYS:
             _bound(self.err_runs)
-        if "identical" in cfg.rules and 2 <= st[1] >= cfg.max_same_failures and self._nothing_succeeded_since(st):
+        detour = len(self.calls) > 1 and self.calls[-2][_SIG] != sig     # another call was tried between
+        if "identical" in cfg.rules and st[1] >= (cfg.max_same_failures if detour else cfg.max_same_failures + 1) \
+                and self._nothing_succeeded_since(st):
             what = self._args or {}
             self._say("loop.identical", count=st[1], tool=call.name, args=_short(what), limit=st[1] - 1)
             return ("identical", sig,
