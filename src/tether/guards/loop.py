@@ -241,7 +241,7 @@ class LoopGuard(BaseGuard):
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
     units: dict[str, list] = field(default_factory=dict)         # sig -> what its answers said (content units)
     err_runs: dict[str, list] = field(default_factory=dict)      # tool -> [its last error, failures in a row with it,
-                                                                 #          their target]
+                                                                 #          their target, the run's errors]
 
     def __post_init__(self) -> None:
         self._kinds: dict[str, tuple[bool, bool]] = {}
@@ -529,7 +529,7 @@ class LoopGuard(BaseGuard):
                 (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
         if not ok and kind == _NORMAL:
-            found = self._failing_again(call, tool, sig, st, rkey, target)
+            found = self._failing_again(call, tool, sig, st, rkey, target, result)
             if found is not None:
                 return self._ladder(*found)
         elif self.err_runs:
@@ -578,7 +578,8 @@ class LoopGuard(BaseGuard):
             del self.units[next(iter(self.units))]
         return rkey
 
-    def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str):
+    def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str,
+                       result: ToolResultEvent):
         """After a failure that is not transient: a failed call changes nothing, so
 
         * the same call failing the same way as its last call, with no success of any call
@@ -590,11 +591,17 @@ class LoopGuard(BaseGuard):
           target (the same file, record, template: only the other arguments changed) is guessing:
           the changes made between do not reach what the error is about. Another error is
           progress (the last one was fixed); the same "not found" on another path is a search
-          (each miss rules one out). Read from changing arguments, this is a hint said once."""
+          (each miss rules one out), but "no such tool" for one guessed tool name after another
+          is one error (list the tools instead). Read from changing arguments, this is a hint
+          said once."""
         cfg = self.config
         run = self.err_runs.get(tool)
+        if no_such_tool(result):
+            rkey, target = "no such tool", ""    # one class, whatever name was guessed: guessing tool names
         same = run is not None and run[0] == rkey and run[2] == target
-        run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target]
+        earlier = run[3] if run is not None and len(run) > 3 and run[2] == target else []
+        back = not same and rkey in earlier          # an error of this run that had gone away came back
+        run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target, [*earlier[-7:], rkey]]
         if len(self.err_runs) > _MAX_KEYS:
             _bound(self.err_runs)
         detour = len(self.calls) > 1 and self.calls[-2][_SIG] != sig     # another call was tried between
@@ -607,6 +614,14 @@ class LoopGuard(BaseGuard):
                     f"between; limit {cfg.max_same_failures - 1}. The same call will fail the same way: read the "
                     "error and change what it names, or say what is missing.",
                     {"count": st[1], "limit": cfg.max_same_failures - 1, "tool": call.name})
+        if back and "cycle" in cfg.rules and len(earlier) >= 3:
+            self._say("loop.no_progress", count=len(earlier) + 1, limit=len(earlier))
+            return ("cycle", f"~errback:{tool}",
+                    f"{call.name} ({_short(self._args or {})}) failed again with an error it had already given and "
+                    f"that had gone away ({len(earlier) + 1} failures in a row on the same target): the changes go "
+                    "round in a circle. Look at all the errors together and make one change that satisfies them, or "
+                    "say what is in conflict.",
+                    {"count": len(earlier) + 1, "limit": len(earlier)})
         if "no_progress" in cfg.rules and run[1] >= cfg.max_same_error:
             self._say("loop.no_progress", count=run[1], limit=cfg.max_same_error - 1)
             return ("no_progress", f"~error:{tool}",
