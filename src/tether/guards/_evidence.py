@@ -212,3 +212,13 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
         if total is not None:
             return offset >= total or (items is not None and offset + items >= total)
     return False
+
+
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.I)
+
+
+def without_stamps(data: dict) -> dict:
+    """A small answer without its date-time values (``created_at``, ``enqueued_at``): a new object made by
+    the same call carries a new id and a new creation time, both marks of the new thing, not of another
+    answer."""
+    return {k: v for k, v in data.items() if not (type(v) is str and len(v) <= 40 and _STAMP.fullmatch(v.strip()))}

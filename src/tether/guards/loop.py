@@ -93,7 +93,7 @@ from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
 from ._evidence import (asks_for_information, carries_idempotency_key, content_units, delay_asked, is_watch_name,
-                        offset_end, pending_within, retry_after_s, transient_failure)
+                        offset_end, pending_within, retry_after_s, transient_failure, without_stamps)
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -355,7 +355,8 @@ class LoopGuard(BaseGuard):
             if len(self.shapes) > _MAX_KEYS:
                 _bound(self.shapes)
             if before is not None and rkey != st[0]:
-                shape, earlier = id_split(data, cfg.ignore_fields), id_split(before, cfg.ignore_fields)
+                shape = id_split(without_stamps(data), cfg.ignore_fields)
+                earlier = id_split(without_stamps(before), cfg.ignore_fields)
                 if shape is not None and earlier is not None and earlier[0] == shape[0] and earlier[1] != shape[1] \
                         and self._quiet_since(st, tool):
                     # nothing else happened between: not a re-read after a change
