@@ -188,6 +188,18 @@ _OFFSET_KEYS = frozenset({"offset", "skip", "start", "startat", "startindex", "f
 _TOTAL_KEYS = frozenset({"total", "totalcount", "totalresults", "totalhits", "totalitems", "totalsize", "count_total"})
 
 
+_OFFSET_KEY: dict[Any, bool] = {}
+
+
+def _is_offset_key(key: Any) -> bool:
+    known = _OFFSET_KEY.get(key)
+    if known is None:
+        known = type(key) is str and key.casefold().replace("_", "").replace("-", "") in _OFFSET_KEYS
+        if len(_OFFSET_KEY) < 4096:
+            _OFFSET_KEY[key] = known
+    return known
+
+
 def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
     """Offset paging that reached its total: the page asked for starts at or past the
     total the answer reports, or its items reach it (``startAt: 200`` + 37 issues of a
@@ -196,9 +208,11 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
         return False
     offset = None
     for key, value in arguments.items():
-        if type(value) is int and type(key) is str and key.casefold().replace("_", "") in _OFFSET_KEYS:
-            offset = value
-            break
+        if type(value) is int:
+            known = _OFFSET_KEY.get(key)
+            if known or (known is None and _is_offset_key(key)):
+                offset = value
+                break
     if offset is None:
         return False
     for level in (data, *(v for v in data.values() if type(v) is dict)):

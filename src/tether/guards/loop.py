@@ -283,6 +283,7 @@ class LoopGuard(BaseGuard):
         if self._lang is None:
             self._language(ctx)
         self._said = None
+        self._in_after = False
         ignore = cfg.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -313,11 +314,10 @@ class LoopGuard(BaseGuard):
         return self._ladder(*found)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
-        self._in_after = True
-        try:
-            return self._after_tool(ctx, call, result)
-        finally:
-            self._in_after = False
+        self._in_after = True               # reset by the next hook (an exception here leaves no other trace)
+        found = self._after_tool(ctx, call, result)
+        self._in_after = False
+        return found
 
     def _after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         cfg = self.config
@@ -345,7 +345,13 @@ class LoopGuard(BaseGuard):
         data = result.data
         st = self.sigs.get(sig)
         if ok and not action and not wait:
-            rkey = self._known_content(sig, st, rkey, data)
+            if st is None:                  # a first call: its answer is kept as is, compared only on a repeat
+                answers = self._answers
+                answers[sig] = data
+                if len(answers) > 64:
+                    del answers[next(iter(answers))]
+            else:
+                rkey = self._known_content(sig, st, rkey, data)
         fresh = None
         if ok and not wait and not reads and type(data) is dict and len(data) <= 16 and flat_answer(data):
             # the answer is kept as is (a small flat dict: JSON in a checkpoint) until the same call comes
@@ -371,7 +377,7 @@ class LoopGuard(BaseGuard):
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data) or pending_within(data):
+            elif is_pending(data) or (st is not None and pending_within(data)):   # a poll is a repeat
                 if is_submitted(data, call.arguments):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
@@ -746,6 +752,7 @@ class LoopGuard(BaseGuard):
                 {"failed_tools": len(group), "limit": cfg.outage_hint_tools - 1, "error_type": kind})
 
     def after_model(self, ctx: GuardContext, response: Any) -> Intervention | None:
+        self._in_after = False
         events = ctx.trajectory.events
         if len(events) > self.heard + 1:
             self._heard(events)             # a reply from the user since the last decision is news
