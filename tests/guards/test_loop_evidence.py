@@ -11,15 +11,28 @@ import json
 import sys
 from pathlib import Path
 
-from tether import Decision, RunConfig, ScriptedModel, ToolResult, ToolSet, run_agent_sync, tool
-from tether.guards._evidence import (asks_for_information, content_units, offset_end, pending_within,
-                                     transient_failure)
+from tether import (
+    Decision,
+    RunConfig,
+    ScriptedModel,
+    ToolResult,
+    ToolSet,
+    run_agent_sync,
+    tool,
+)
 from tether.events import ToolResultEvent
+from tether.guards._evidence import (
+    asks_for_information,
+    content_units,
+    offset_end,
+    pending_within,
+    transient_failure,
+)
 from tether.guards.loop import LoopConfig, LoopGuard
 from tether.guards.offline import check_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from guard_quality import load_item  # noqa: E402
+from guard_quality import load_item
 
 
 def run(decisions, tools, user=None, **cfg):
@@ -126,7 +139,8 @@ def test_one_error_on_one_target_whatever_the_other_arguments_and_guessed_tool_n
     def mcp_call(server: str, name: str):
         return ToolResult.failure(f"MCP error -32601: Tool {name} not found", "not_found")
 
-    decisions = [Decision.call("mcp_call", {"server": "s", "name": n}) for n in ("cal_create", "calendar_create", "createCal")]
+    names = ("cal_create", "calendar_create", "createCal")
+    decisions = [Decision.call("mcp_call", {"server": "s", "name": n}) for n in names]
     _, trips = run(decisions + [Decision.final("x")], [mcp_call])
     assert trips == [("no_progress", "hint")]
 

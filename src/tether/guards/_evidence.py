@@ -10,7 +10,14 @@ import re
 from typing import Any
 
 from ..events import ToolResultEvent
-from ._calls import _NAME_TOKEN, TRANSIENT_TYPES, canon_result, is_pending, is_transient, norm_text
+from ._calls import (
+    _NAME_TOKEN,
+    TRANSIENT_TYPES,
+    canon_result,
+    is_pending,
+    is_transient,
+    norm_text,
+)
 
 _MAX_DEPTH = 2
 
@@ -52,7 +59,7 @@ _MAX_UNITS = 400
 # A number that measures the call itself (``latency_ms``, ``took``, ``elapsed_time``, ``search_time_ms``):
 # it differs on every answer and says nothing about the content.
 _TIMING = re.compile(r"(?:^|_)(?:latency|elapsed|took|duration|timing|(?:response|search|query|processing|server|"
-                     r"exec|execution|run)_?time)(?:_?time)?(?:_?(?:ms|s|sec|secs|seconds|us))?$", re.I)
+                     r"exec|execution|run)_?time)(?:_?time)?(?:_?(?:ms|s|sec|secs|seconds|us))?$", re.IGNORECASE)
 _NUMBERS = (int, float)
 
 
@@ -130,12 +137,12 @@ def transient_failure(result: ToolResultEvent) -> bool:
     return is_transient(result)
 
 
-_LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.I)
+_LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.IGNORECASE)
 
 
 _RETRY_AFTER_S = re.compile(r"retry[- _]?after\W{0,3}(\d{1,6}(?:\.\d+)?)\s*(ms|s\b|sec|seconds?|m\b|min|minutes?)?",
-                            re.I)
-_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown", re.I)
+                            re.IGNORECASE)
+_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown", re.IGNORECASE)
 
 
 def retry_after_s(result: ToolResultEvent) -> float | None:
@@ -167,10 +174,11 @@ def carries_idempotency_key(arguments: dict) -> bool:
 # "需要我稍后再查一次吗？"): asking it again after new results is a new offer. A question that asks for a piece
 # of information ("Which calendar?", "请问您要预约哪天？") asked again after an answer asks for what was given.
 _OFFER_EN = re.compile(r"\b(?:do|does|did|would|will|should|shall|can|could|may|is|are|want|wanna)\s+"
-                       r"(?:you|i|we|me|it|this|that|they)\b(?!\s+(?:tell|give|provide|share|send|let)\b)", re.I)
+                       r"(?:you|i|we|me|it|this|that|they)\b(?!\s+(?:tell|give|provide|share|send|let)\b)",
+                       re.IGNORECASE)
 _OFFER_ZH = re.compile(r"吗\s*[？?]?\s*$|要不要|需不需要|是否|好不好|行不行|可不可以|对吗|确认")
 _ASKS_FOR = re.compile(r"\b(?:which|what|where|when|who|whom|whose|how (?:many|much|long))\b|哪|什么|几|多少|谁|何时|请提供|"
-                       r"请告诉|提供一下", re.I)
+                       r"请告诉|提供一下", re.IGNORECASE)
 
 
 def asks_for_information(text: str) -> bool:
@@ -228,7 +236,7 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
     return False
 
 
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.I)
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.IGNORECASE)
 
 
 def without_stamps(data: dict) -> dict:
