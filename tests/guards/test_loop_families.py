@@ -30,9 +30,11 @@ FAMILIES = {
     "repeated creates": ({"repeated-create", "duplicate-create"}, 0, 0),
     # the same results in another order
     "reordered results": ({"reordered-results", "result-reorder"}, 0, 0),
-    # retries with backoff: never blocked or stopped within the budget; a hint at most
-    # (2 missed by one action: rapid retries with no timing in the record are hinted at the 4th failure)
-    "retry with backoff": ({"transient-retry", "retry-backoff"}, 2, 2),
+    # retries with backoff: never blocked or stopped within the budget; a hint at most. The hint comes at the 3rd
+    # failure in a row when they are the very same failure with no sign of backoff (no wait tool, no growing
+    # Retry-After or delay argument): round 4's writers call that a loop; writers A and B wrote 3 runs that do it
+    # and then succeed or ask (the 3 hints allowed). 1 missed by one action: a file too large, read again at once
+    "retry with backoff": ({"transient-retry", "retry-backoff"}, 1, 3),
     # validation errors fixed one by one: each new error is progress
     "errors that change": ({"validation-errors", "fix-iteration", "error-progress"}, 1, 0),
     # a message re-sent after an acknowledgement that says queued / accepted

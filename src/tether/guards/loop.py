@@ -36,15 +36,18 @@ default is what it is):
 * ``identical``: the same call again while its result has not changed and
   nothing else progressed: ``max_identical`` times, ``max_polls`` when it is
   waiting; after its result, a 3rd call answered as the 2nd, or a check that
-  failed the same way ``max_unchanged`` times across other work; a call a
-  person refused (or left unapproved) made again.
+  failed the same way ``max_unchanged`` times across other work, or one
+  failing the same way again after a detour that failed too
+  (``max_same_failures``); a call a person refused (or left unapproved) made
+  again.
 * ``duplicate_action``: a side-effecting call that already succeeded with the
   same arguments; a create of the same content under a name numbered anew;
   the same call answered under a fresh id; a send that rewords the last send
   to the same place (``resend_similarity``) or changes only a counter; the
   ``max_sends_in_a_row``-th message in a row to one place in other words.
 * ``retry_budget``: transient failures of one tool in a row: a hint after the
-  ``retry_hint_after``-th when no wait came between them, nothing else within
+  ``retry_hint_after``-th when they are the very same failure and nothing shows
+  a backoff (a wait tool, a growing Retry-After or delay argument), nothing else within
   ``max_transient_retries`` retries (never a block or a stop), the attempt
   after them stops; in quick succession ``max_immediate_retries``, a hint,
   then a stop.
@@ -54,12 +57,14 @@ default is what it is):
 * ``cycle``: the incoming call completes ``max_cycle_periods`` rounds of a
   period-2-to-4 sequence whose results did not change (A->B->A->B), or a run
   of work started over (two repeats in a row with the same results); an
-  answer that comes back (A->B->A: an error after another error, a toggle).
+  answer that comes back (A->B->A: an error after another error, a toggle);
+  an error that comes back after other errors on one target (hint only).
 * ``near_duplicate``: ``max_near_duplicates`` calls of one tool in a row
   brought no progress, or ``max_same_answer`` rewordings in a row (the same
   resources named) got the very same answer.
 * ``no_progress``: ``max_no_progress`` different calls in a row returned the
-  same result or the same error.
+  same result or the same error; one tool failing ``max_same_error`` times in a
+  row with one error on one target, other arguments changed (hint only).
 * ``outage``: tools failing with the same error (type and text, the tool's
   name masked) within ``outage_window`` calls: a hint at
   ``outage_hint_tools``; a further call to one of ``outage_tools`` such tools,
@@ -71,7 +76,8 @@ default is what it is):
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
 the model what it repeated and what else to do; the same trip again, or a trip
-of any rule on a call a hint was already about, stops the run as
+of any rule on a call a hint was already about, with nothing new read since the
+hint (and, after a hint given on a result, one more call), stops the run as
 ``loop_aborted`` (or escalates with ``on_repeat="escalate"``) after a
 finish-up request, so the user still gets an answer. A trip about other calls
 is never a stop, whatever came before. ``outage`` blocks the call instead, since calling a dead service again
