@@ -24,6 +24,7 @@ from tether.events import ToolResultEvent
 from tether.guards._evidence import (
     asks_for_information,
     content_units,
+    cursor_resent,
     offset_end,
     pending_within,
     transient_failure,
@@ -242,3 +243,18 @@ def test_offset_paging_ends_at_the_total():
     assert offset_end({"total": 237, "issues": []}, {"start_at": 300})
     assert not offset_end({"total": 237, "issues": [{}] * 100}, {"startAt": 100})
     assert not offset_end({"total": 237, "issues": []}, {"page": 3})
+
+
+def test_a_cursor_sent_inside_query_parameters_and_answered_back_does_not_advance():
+    page = {"data": [{"id": "63a0"}], "total_count": 78, "pages": {"next": {"page": 2, "starting_after": "Wy0x"}}}
+    assert cursor_resent(page, {"query": {"value": "acme"}, "query_params": {"starting_after": "Wy0x"}})
+    assert not cursor_resent(page, {"query": {"value": "acme"}, "query_params": {"starting_after": "Wy0w"}})
+
+    @tool(description="search contacts")
+    def search_contacts(query: dict, query_params: dict | None = None):
+        return page
+
+    first = Decision.call("search_contacts", {"query": {"value": "acme"}})
+    again = Decision.call("search_contacts", {"query": {"value": "acme"}, "query_params": {"starting_after": "Wy0x"}})
+    _, trips = run([first, again, again, Decision.final("x")], [search_contacts])
+    assert trips[:1] == [("past_end", "hint")]

@@ -12,8 +12,10 @@ from typing import Any
 from ..events import ToolResultEvent
 from ._calls import (
     _NAME_TOKEN,
+    _NEXT_KEYS,
     TRANSIENT_TYPES,
     canon_result,
+    is_page_key,
     is_pending,
     is_transient,
     norm_text,
@@ -244,3 +246,22 @@ def without_stamps(data: dict) -> dict:
     the same call carries a new id and a new creation time, both marks of the new thing, not of another
     answer."""
     return {k: v for k, v in data.items() if not (type(v) is str and len(v) <= 40 and _STAMP.fullmatch(v.strip()))}
+
+
+def cursor_resent(data: Any, arguments: dict[str, Any]) -> bool:
+    """The next cursor a listing answers is the one this call sent inside an object of query parameters
+    (``{"query_params": {"starting_after": "Wy0x"}}`` answered with ``{"pages": {"next": {"starting_after":
+    "Wy0x"}}}``): the cursor went where the API does not read it, and the walk does not advance."""
+    if type(data) is not dict:
+        return False
+    sent = {v2 for v in arguments.values() if type(v) is dict for k2, v2 in v.items()
+            if type(v2) in (str, int) and v2 != "" and is_page_key(k2)}
+    if not sent:
+        return False
+    for level in (data, *(v for v in data.values() if type(v) is dict)):
+        for key, value in level.items():
+            if type(key) is str and key.casefold().replace("_", "") in _NEXT_KEYS:
+                found = value.values() if type(value) is dict else (value,)
+                if any(type(v) in (str, int) and v in sent for v in found):
+                    return True
+    return False

@@ -98,8 +98,8 @@ from ..events import AgentMessage, ModelDecisionEvent, ToolResultEvent, UserMess
 from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
-from ._evidence import (asks_for_information, carries_idempotency_key, content_units, delay_asked, is_watch_name,
-                        offset_end, pending_within, retry_after_s, transient_failure, without_stamps)
+from ._evidence import (asks_for_information, carries_idempotency_key, content_units, cursor_resent, delay_asked,
+                        is_watch_name, offset_end, pending_within, retry_after_s, transient_failure, without_stamps)
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -403,6 +403,8 @@ class LoopGuard(BaseGuard):
         state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
         if state == 0 and reading and skey != sig and offset_end(data, call.arguments):
             state = 1                       # an offset at or past the total the answer reports
+        elif state == -2 and cursor_resent(data, call.arguments):
+            state = 2                       # the cursor sent where the API does not read it comes back
         if kind != _NORMAL:
             progress = False
         elif not ok:
