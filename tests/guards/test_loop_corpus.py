@@ -83,27 +83,28 @@ def _assert_floor(m, sealed=False):
     assert passes(m)
 
 
-@pytest.mark.xfail(reason="round 4 moved into tuning with 4 stops and 11 hints on its ok items (rules of "
-                          "i25-rules3); the next rules pass must bring them back to 0 and <= 2%", strict=False)
 def test_tuning_pool_never_blocks_or_stops_legitimate_work_and_hints_at_most_2_percent():
     m = _measured("tuning", with_authors=True)
     assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
     assert len(m["hints"]) / m["oks"] <= 0.02, m["hints"]
 
 
-@pytest.mark.xfail(reason="recall on the tuning pool with rounds 3 and 4 in it is 368/418 = 88.0% (2026-12-01, "
-                          "rules of i25-rules3), under the 95% floor; hints 11/382, no block, 4 stops", strict=False)
+@pytest.mark.xfail(reason="recall on the tuning pool with rounds 3 and 4 in it is 397/418 = 94.98% (2026-12-01, "
+                          "rules of i25-rules4), a hair under the 95% floor; hints 7/382, no block, no stop",
+                   strict=False)
 def test_tuning_pool_meets_the_floor():
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 329/378 caught, hints on 11/337 ok items, no block, 4 stops (2026-12-01,
-    the rules of i25-rules3 with round 4 moved into tuning)."""
+    """Pinned at the measured level: 358/378 caught; hints on 7/337 ok items (3 retries of the very same
+    failure with no backoff that then succeed or ask, by writers A and B; a flag set back for an A/B/A
+    comparison; a status page read until it turned; two batches of more than 20 calls that meet the
+    reference budget's 80% hint); no block, no stop (2026-12-01, rules of i25-rules4)."""
     m = _half("tuning")
-    assert m["blocks"] == [] and len(m["stops"]) <= 4, (m["blocks"], m["stops"])
-    assert len(m["hints"]) <= 11, m["hints"]
-    assert m["caught"] >= 329, m["missed"]
+    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
+    assert len(m["hints"]) <= 7, m["hints"]
+    assert m["caught"] >= 358, m["missed"]
 
 
 # The sealed half as measured once, when it lands: (loops, oks, caught, hints on ok, stops on ok), or None while
