@@ -258,3 +258,16 @@ def test_a_cursor_sent_inside_query_parameters_and_answered_back_does_not_advanc
     again = Decision.call("search_contacts", {"query": {"value": "acme"}, "query_params": {"starting_after": "Wy0x"}})
     _, trips = run([first, again, again, Decision.final("x")], [search_contacts])
     assert trips[:1] == [("past_end", "hint")]
+
+
+def test_pages_that_fail_the_same_way_as_the_walk_moves_on_are_its_end(tmp_path):
+    def page(start, ok=True):
+        result = ({"ok": True, "data": {"startAt": start, "issues": [{"key": f"K-{start}"}]}} if ok else
+                  {"ok": False, "error": f"HTTP 500: requests {start + 100:,} results, over the limit of 10,000",
+                   "error_type": "server_error"})
+        return {"tool": "jira_search", "args": {"jql": "project = P", "startAt": start}, "result": result}
+
+    walk = [page(9800), page(9900), page(10000, ok=False), page(10100, ok=False)]
+    assert offline(tmp_path, walk) == [("past_end", "hint")]
+    retried = [page(9900), page(10000, ok=False), page(10000, ok=False)]      # the same page again: a retry
+    assert offline(tmp_path, retried) == []

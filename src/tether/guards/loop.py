@@ -246,6 +246,8 @@ class LoopGuard(BaseGuard):
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
     units: dict[str, list] = field(default_factory=dict)         # sig -> what its answers said (content units)
+    page_fails: dict[str, list] = field(default_factory=dict)    # tool -> [listing, sig, error] of its last page
+                                                                 #          that failed transiently
     err_runs: dict[str, list] = field(default_factory=dict)      # tool -> [its last error, failures in a row with it,
                                                                  #          their target, the run's errors]
 
@@ -518,6 +520,10 @@ class LoopGuard(BaseGuard):
                 del self.refusals[:-16]
         elif ok and self.failed:
             self.failed.pop(tool, None)
+        if kind == _TRANSIENT and result.executed and skey != sig and "past_end" in cfg.rules and not tripped:
+            found = self._pages_failing(call, tool, sig, skey, rkey)
+            if found is not None:
+                return self._ladder(*found)
         if kind == _TRANSIENT and result.executed:
             if "retry_budget" in cfg.rules:
                 found = self._retry_budget(call, tool, index, self._agent_seconds(ctx), result)
@@ -592,6 +598,23 @@ class LoopGuard(BaseGuard):
         if len(self.units) > 64:
             del self.units[next(iter(self.units))]
         return rkey
+
+    def _pages_failing(self, call: ToolCallRequest, tool: str, sig: str, skey: str, rkey: str):
+        """Two pages of one listing in a row, each another page, failed the same way: not a
+        retry of one call (the page asked for moved on), but the walk past where the
+        listing can go (a search window's hard limit answered as a 500 page after page)."""
+        last = self.page_fails.get(tool)
+        self.page_fails[tool] = [skey, sig, rkey]
+        if len(self.page_fails) > _MAX_KEYS:
+            _bound(self.page_fails)
+        if last is None or last[0] != skey or last[1] == sig or last[2] != rkey:
+            return None
+        self._say("loop.past_end", tool=call.name, args=_short(call.arguments), count=2)
+        return ("past_end", skey,
+                f"{call.name} ({_short(call.arguments)}): two pages in a row, each further on, failed the same way: "
+                "the listing cannot be walked past this point. Use what the earlier pages returned, or narrow the "
+                "query.",
+                {"count": 2, "limit": 1, "tool": call.name})
 
     def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str,
                        result: ToolResultEvent):
@@ -1302,7 +1325,8 @@ class LoopGuard(BaseGuard):
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
                 "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()},
                 "err_runs": {k: list(v) for k, v in self.err_runs.items()},
-                "units": {k: list(v) for k, v in self.units.items()}}
+                "units": {k: list(v) for k, v in self.units.items()},
+                "page_fails": {k: list(v) for k, v in self.page_fails.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.calls = deque(list(c) for c in state.get("calls", []))
@@ -1337,6 +1361,7 @@ class LoopGuard(BaseGuard):
         self.hint_marks = {k: list(v) for k, v in state.get("hint_marks", {}).items()}
         self.err_runs = {k: list(v) for k, v in state.get("err_runs", {}).items()}
         self.units = {k: list(v) for k, v in state.get("units", {}).items()}
+        self.page_fails = {k: list(v) for k, v in state.get("page_fails", {}).items()}
 
 
 # the body of a message: two sends that differ only here say the same kind of thing to the same place
