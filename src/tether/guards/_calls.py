@@ -208,24 +208,56 @@ def canon_result(data: Any) -> str:
     every depth (a set of results in another order is the same set), then NFKC,
     CJK punctuation and case folded and whitespace collapsed over the whole text."""
     kind = type(data)
-    if kind is dict and len(data) <= 16 and _flat(data):
-        text = repr(sorted(data.items()))  # the common small flat answer: C all the way
+    text = _flat_repr(data) if kind is dict and len(data) <= 16 else None   # the common small flat answer
+    spaced = True                           # only single spaces between words in ASCII (no collapsing needed)
+    if text is not None:
+        pass
     elif kind is dict or kind is list:
         try:
             text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
         except (TypeError, ValueError, RecursionError):
-            text = _SAFE_REPR.repr(data)
-    elif kind is str:
-        text = data
+            text, spaced = _SAFE_REPR.repr(data), False
     else:
-        text = _SAFE_REPR.repr(data)
+        text, spaced = data if kind is str else _SAFE_REPR.repr(data), False
     if not text.isascii():
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
         if _PUNCT_RE.search(text):
             text = text.translate(_PUNCT)
         return " ".join(text.casefold().split())
+    if spaced and "  " not in text:
+        # repr() and JSON escape every ASCII whitespace but the space, and open and close with a bracket:
+        # collapsing whitespace would change nothing
+        return text.lower()
     return " ".join(text.lower().split())
+
+
+def _flat_repr(data: dict) -> str | None:
+    """``repr(sorted(data.items()))`` when :func:`_flat` holds, else None; built
+    piece by piece, which is several times cheaper than repr() of the tuples."""
+    try:
+        keys = sorted(data)
+    except TypeError:
+        return None                         # keys of several types: not all strings
+    scalars = _SCALARS
+    parts = []
+    for k in keys:
+        if type(k) is not str:
+            return None
+        v = data[k]
+        t = type(v)
+        if t in scalars:
+            parts.append(f"({k!r}, {v!r})")
+        elif t is list and len(v) < 2:
+            if not v:
+                parts.append(f"({k!r}, [])")
+            elif type(v[0]) in scalars:
+                parts.append(f"({k!r}, [{v[0]!r}])")
+            else:
+                return None
+        else:
+            return None
+    return "[" + ", ".join(parts) + "]"
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
