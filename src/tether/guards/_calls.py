@@ -540,8 +540,9 @@ def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None
     """A short stable key for "the same result": the canonical data (key order,
     list order, Unicode form do not matter) or the masked error, hashed when
     longer than 40 characters."""
-    text = canon_result(result.data) if result.ok else "!" + mask_error(result, arguments)
-    return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
+    ok = result.ok
+    text = canon_result(result.data) if ok else "!" + mask_error(result, arguments)
+    return text if len(text) <= 40 else ("" if ok else "!") + _digest(text)
 
 
 def is_wait_name(tool: str) -> bool:
@@ -568,6 +569,8 @@ _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
 def is_pending(data: Any) -> bool:
     """A status that says the work is not finished yet (polling, not looping)."""
     if isinstance(data, dict):
+        if _POLL_KEYS.isdisjoint(data):
+            return False                    # no status or flag field (the common answer)
         for key in data:
             if key in _POLL_KEYS:
                 value = data[key]
@@ -694,6 +697,8 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
 
 def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
     """One level of :func:`page_state`."""
+    if _PLAIN_KEYS.issuperset(level):
+        return 0                            # no key that says anything about pages (the common answer)
     said = 0
     for key, value in level.items():
         kind = _FLAG_KIND.get(key)
@@ -703,6 +708,8 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
                     else 4 if k in _COUNT_FLAGS else 0)
             if len(_FLAG_KIND) < 4096:
                 _FLAG_KIND[key] = kind
+                if not kind:
+                    _PLAIN_KEYS.add(key)
         if not kind:
             continue
         if kind == 1 and isinstance(value, bool):
@@ -732,6 +739,7 @@ def page_end(data: Any, arguments: dict[str, Any] | None = None) -> bool:
 
 
 _FLAG_KIND: dict[Any, int] = {}
+_PLAIN_KEYS: set = set()            # the keys of _FLAG_KIND whose kind is 0
 _COUNT_FLAGS = frozenset({"pages", "totalpages", "pagecount", "numpages", "lastpage"})
 
 
