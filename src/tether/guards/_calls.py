@@ -133,20 +133,28 @@ def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
     whitespace collapsed; in free text (``free``) punctuation is dropped too, and
     spaces next to CJK characters; with ``edges`` (a value that names no
     resource), punctuation and quotes at its two ends."""
-    if value.isascii():
-        value = value.lower()
-    else:
-        if not unicodedata.is_normalized("NFKC", value):
-            value = unicodedata.normalize("NFKC", value)
-        if _PUNCT_RE.search(value):
-            value = value.translate(_PUNCT)
-        value = value.casefold()
-    if "'" in value or "`" in value:
-        value = value.replace("'", '"').replace("`", '"')
     if free:
-        value = _FREE_RE.sub(" ", value)
-    elif edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
-        value = value.strip(_EDGE)          # "香港。" / " 香港" / "「退款」": the same value
+        # every punctuation mark becomes a space, whatever it would be folded to first (quotes too), in
+        # one pass (casefold never makes or unmakes a punctuation mark: folding after it is the same)
+        if value.isascii():
+            value = _FREE_RE.sub(" ", value.lower())
+        else:
+            if not unicodedata.is_normalized("NFKC", value):
+                value = unicodedata.normalize("NFKC", value)
+            value = _FREE_ALL_RE.sub(" ", value.casefold())
+    else:
+        if value.isascii():
+            value = value.lower()
+        else:
+            if not unicodedata.is_normalized("NFKC", value):
+                value = unicodedata.normalize("NFKC", value)
+            if _PUNCT_RE.search(value):
+                value = value.translate(_PUNCT)
+            value = value.casefold()
+        if "'" in value or "`" in value:
+            value = value.replace("'", '"').replace("`", '"')
+        if edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
+            value = value.strip(_EDGE)      # "香港。" / " 香港" / "「退款」": the same value
     words = value.split()
     if free and len(words) > 1 and not value.isascii():
         # "退款 流程" == "退款流程": CJK text has no word spaces (a space stays between two Latin words)
@@ -165,6 +173,7 @@ _EDGE = " .,;:!?\"'()[]<>{}"
 
 _PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
 _FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
+_FREE_ALL_RE = re.compile(r"[!-/:-@\[-`{-~" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")   # both
 
 
 def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) -> str:
