@@ -375,6 +375,9 @@ def is_page_key(key: str) -> bool:
     return kind
 
 
+_ARG_KEY: dict[str, tuple[int, bool]] = {}     # argument name -> (_key_kind, is_page_key), both read in one look
+
+
 def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict]:
     """(signature, target, series, parts) of a call, in one pass over the sorted arguments.
 
@@ -398,9 +401,12 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     for key in keys:
         if key in ignore:
             continue
-        kind = _KEY_KIND.get(key)
-        if kind is None:
-            kind = _key_kind(key)
+        known = _ARG_KEY.get(key)
+        if known is None:
+            known = (_key_kind(key), is_page_key(key))
+            if len(_ARG_KEY) < 4096:
+                _ARG_KEY[key] = known
+        kind, page = known
         if kind == _RETRY:
             continue                        # a retry counter or backoff delay: the same call
         value = arguments[key]
@@ -417,7 +423,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                 bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
                 if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
                     value = bare
-            if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
+            first = value[0]
+            if first in "{[" or (first.isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
             else:
@@ -436,9 +443,6 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         sig.append(part)
         if target:
             targets.append(part)
-        page = _PAGE_KEY.get(key)
-        if page is None:
-            page = is_page_key(key)
         if page:
             paged = True
         elif type(value) is dict and any(type(k) is str and is_page_key(k) for k in value):
