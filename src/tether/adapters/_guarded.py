@@ -469,6 +469,20 @@ class GuardedRun:
             return stop.status, stop.reply, stop.reason
         return TerminalStatus.COMPLETED, reply, "final answer"
 
+    def ending_after_stop(self, exc: BaseException) -> tuple[TerminalStatus, str, str] | None:
+        """The ending when the framework raised ``exc`` after a guard or a gate had already ended
+        the run (pydantic-ai, say, refuses the empty answer that closes its loop when a call was
+        held for approval before the model said anything): the stop is why the run ended, so it
+        ends as the stop says, and the framework's complaint is kept as a note. None: no stop."""
+        if self.stop is None or isinstance(exc, (ModelFailure, RunAborted, UsageError)):
+            return None
+        from ..events import AgentMessage
+
+        self.session.add(AgentMessage(content=f"(after the stop, {self.framework} raised "
+                                              f"{type(exc).__name__}: {str(exc)[:300]})", kind="text"))
+        reply = self.final_text or self.stop.reply or ""
+        return self.stop.status, reply, self.stop.reason
+
     async def close(self, reply: str | None = None, error: BaseException | None = None) -> None:
         """End the run (only the run this object opened; an eval's driver ends its own)."""
         if self.depth:

@@ -335,6 +335,9 @@ class LangChainAgent:
             failure = find_in(exc, ModelFailure)
             if failure is not None:
                 raise failure from None
+            ended = run.ending_after_stop(exc)
+            if ended is not None:
+                return ended
             raise
         if not run.session.state.model_calls and not run.stop:
             raise UsageError(f"{self.name}: the agent made no model call through tether: add TetherMiddleware() "

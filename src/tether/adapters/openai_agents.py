@@ -397,6 +397,9 @@ class OpenAIAgentsAgent:
             failure = find_in(exc, ModelFailure)
             if failure is not None:
                 raise failure from None
+            ended = run.ending_after_stop(exc)
+            if ended is not None:
+                return ended
             raise
         return await run.ending(str(result.final_output or ""))
 

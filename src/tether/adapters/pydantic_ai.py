@@ -342,6 +342,10 @@ class PydanticAIAgent:
             failure = find_in(exc, ModelFailure)
             if failure is not None:
                 raise failure from None
+            run = _ATTACHED.get(session)
+            ended = run.ending_after_stop(exc) if run is not None else None
+            if ended is not None:
+                return ended
             raise
         run = _ATTACHED.get(session)
         return await run.ending(str(result.output)) if run is not None else str(result.output)

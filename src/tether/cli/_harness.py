@@ -56,19 +56,30 @@ class RunSpec:
     """Everything needed to (re)build a CLI run; stored as the run's metadata."""
 
     case: str
-    model: str
+    model: str | None          # None when ``agent`` runs the case
     guards: str = "on"
     budget: str | None = None
     approve: tuple[str, ...] = ()
     approver: str = "deferred"
     max_steps: int | None = None
+    agent: str | None = None   # --agent: the user's agent (module:factory, file.py[:attr], an entry point name)
+    model_args: dict[str, Any] | None = None    # --model-arg key=value, parsed
 
     def meta(self) -> dict[str, Any]:
         case = self.case
         if Path(case).exists():
             case = str(Path(case).resolve())
-        return {"cli": {"case": case, "model": self.model, "guards": self.guards, "budget": self.budget,
-                        "approve": list(self.approve), "approver": self.approver, "max_steps": self.max_steps}}
+        cli = {"case": case, "model": self.model, "guards": self.guards, "budget": self.budget,
+               "approve": list(self.approve), "approver": self.approver, "max_steps": self.max_steps}
+        if self.agent is not None:
+            agent = self.agent
+            file, sep, attr = agent.partition(":") if not agent.endswith(".py") else (agent, "", "")
+            if file.endswith(".py") and Path(file).exists():    # as a path that works from any folder
+                agent = str(Path(file).resolve()) + sep + attr
+            cli["agent"] = agent
+        if self.model_args:
+            cli["model_args"] = dict(self.model_args)
+        return {"cli": cli}
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> "RunSpec":
@@ -76,9 +87,23 @@ class RunSpec:
         if not cli:
             raise UsageError("this run was not started from the CLI (no rebuild recipe in its metadata); "
                              "resume it from Python with tether.runtime.durable.resume_agent")
-        return cls(case=cli["case"], model=cli["model"], guards=cli["guards"], budget=cli.get("budget"),
+        model_args = cli.get("model_args")
+        return cls(case=cli["case"], model=cli.get("model"), guards=cli["guards"], budget=cli.get("budget"),
                    approve=tuple(cli.get("approve") or ()), approver=cli.get("approver", "deferred"),
-                   max_steps=cli.get("max_steps"))
+                   max_steps=cli.get("max_steps"), agent=cli.get("agent"),
+                   model_args=model_args if isinstance(model_args, dict) else None)
+
+    def subject(self) -> tuple[Any, Any]:
+        """(model, agent): the model tether's loop runs, or the user's agent (then the model is None)."""
+        if self.agent is not None:
+            from ..evals.runner import resolve_agent
+
+            return None, resolve_agent(self.agent)()
+        from ..models import resolve_model
+        from ..models.registry import with_limits
+
+        model = resolve_model(self.model or "policy:steady")
+        return (with_limits(model, args=self.model_args) if self.model_args else model), None
 
     def guards_list(self) -> list:
         stack = list(guard_stack(self.guards)())

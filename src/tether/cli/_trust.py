@@ -8,6 +8,8 @@
   built-in spec (:func:`tether.models.registry.untrusted_reason`), else only
   with ``--trust`` or a match in ``$TETHER_TRUSTED_SPECS`` (comma-separated
   globs, e.g. ``./agents/*.py:make,mypkg.models:*``);
+* the agent (a run of ``tether run --agent``): the one given with ``--agent``,
+  else the record's only under the same trust (an agent is always code);
 * the case: the one given with ``--case``, else the record's when it is a case
   id of the built-in suite; a case file (which may name a toolset factory,
   code) only under the same trust.
@@ -59,3 +61,13 @@ def record_case(run_id: str, recorded: object, given: str | None, trust: bool) -
         return recorded
     raise UsageError(f"run {run_id} [meta.cli.case]: the record names the case file {shown(recorded, 120)}, which "
                      "may name code (a toolset factory); " + _HOW.format(opt="case"))
+
+
+def record_agent(run_id: str, recorded: object, given: str | None, trust: bool) -> str:
+    """The agent to resume ``run_id`` with (a run of ``tether run --agent``)."""
+    if given:
+        return given
+    if isinstance(recorded, str) and recorded and (trust or allow_listed(recorded)):
+        return recorded
+    raise UsageError(f"run {run_id} [meta.cli.agent]: the record names the agent {shown(recorded, 120)}, which is "
+                     "code; " + _HOW.format(opt="agent"))

@@ -10,15 +10,17 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..evals.runner import REFERENCE_SYSTEM_PROMPT, case_world
+from ..evals.runner import REFERENCE_SYSTEM_PROMPT, case_world, resolve_agent
 from ..models import resolve_model
+from ..models.registry import with_limits
 from ..runtime import RunConfig
-from ..runtime.durable import resume_agent
+from ..runtime.loop import LoopAgent
+from ..runtime.durable import resume_task
 from ..store import open_store
 from ..store.protocol import Store
 from ._common import console, data_json, user_errors
 from ._harness import RunSpec, find_case
-from ._trust import TRUST_ENV, record_case, record_model
+from ._trust import TRUST_ENV, record_agent, record_case, record_model
 from .run import finish
 
 RESUME_HELP = """Continue a stored run from its last checkpoint: after a crash, a kill, or a pause for approval.
@@ -77,23 +79,46 @@ def _continue(db: Store, run_id: str, approver: str | None, trace: Path | None, 
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
-        if agent is not None:
+        recipe = run["meta"].get("cli")
+        if agent is not None and not (isinstance(recipe, dict) and recipe.get("agent")):
             result = asyncio.run(_resume_with_agent(db, run, agent, tools))
             finish(result, db, trace)
             return
-        if not run["meta"].get("cli"):
+        if not recipe:
             raise UsageError(f"run {run_id} was not started by `tether run` (no rebuild recipe in its metadata); "
                              "name the agent that continues it: tether resume RUN --agent MODULE:FACTORY "
                              "[--tools MODULE:FACTORY]")
         spec = RunSpec.from_meta(run["meta"])
         case = find_case(record_case(run_id, spec.case, case_ref, trust))
-        model = resolve_model(record_model(run_id, spec.model, model_spec, trust))
         tools, user = case_world(case, seed=0)
         config = RunConfig(store=db, approvals=spec.gate(approver), meta=run["meta"],
                            max_steps=spec.max_steps or case.max_steps, system_prompt=REFERENCE_SYSTEM_PROMPT,
                            guards=tuple(spec.guards_list()), guards_label=spec.label())
-        result = asyncio.run(resume_agent(run_id, model, tools, store=db, user=user, config=config))
+        runner = _recipe_subject(run_id, spec, agent, model_spec, trust)
+        result = asyncio.run(resume_task(run_id, runner, tools, store=db, user=user, config=config))
     finish(result, db, trace)
+
+
+def _recipe_ref(run_id: str, spec: RunSpec, agent: str | None, model: str | None, trust: bool) -> str:
+    """The agent or model spec that continues a run of `tether run`: the one given, else the
+    record's, used only as the trust rules allow (a record is data)."""
+    if spec.agent is not None:
+        if model is not None:
+            raise UsageError(f"run {run_id} was run by an agent (tether run --agent), not a model: "
+                             "pass --agent, not --model")
+        return record_agent(run_id, spec.agent, agent, trust)
+    if agent is not None:
+        raise UsageError(f"run {run_id} was run by model {spec.model} in tether's loop: pass --model, not --agent")
+    return record_model(run_id, spec.model, model, trust)
+
+
+def _recipe_subject(run_id: str, spec: RunSpec, agent: str | None, model: str | None, trust: bool):
+    """The agent that continues a run of `tether run` (tether's loop around the model, or the user's agent)."""
+    ref = _recipe_ref(run_id, spec, agent, model, trust)
+    if spec.agent is not None:
+        return resolve_agent(ref)()
+    m = resolve_model(ref)
+    return LoopAgent(with_limits(m, args=spec.model_args) if spec.model_args else m)
 
 
 async def _resume_with_agent(db: Store, run: dict, agent_ref: str, tools_ref: str | None):
@@ -158,6 +183,7 @@ def approve_command(
     approver: Annotated[Optional[str], typer.Option(help="who approves further calls when the run continues: deferred, cli, deny, allow")] = None,
     store: StoreOpt = None,
     model: ModelOpt = None,
+    agent: Annotated[Optional[str], typer.Option(help="the agent that continues a run of `tether run --agent` (default: the run's, with --trust)")] = None,
     case: CaseOpt = None,
     trust: TrustOpt = False,
 ) -> None:
@@ -195,7 +221,7 @@ def approve_command(
         if resume:         # refuse an untrusted recipe before a decision is recorded
             recipe = RunSpec.from_meta(db.get_run(run_id)["meta"])
             record_case(run_id, recipe.case, case, trust)
-            record_model(run_id, recipe.model, model, trust)
+            _recipe_ref(run_id, recipe, agent, model, trust)
         db.expire_approvals(run_id)
         if not db.decide_approval(a["id"], status, who, note, new_args):     # compare-and-set: one decider wins
             now = db.get_approval(a["id"]) or {}
@@ -207,4 +233,4 @@ def approve_command(
     console.print(f"{a['id']}: {status} by {who} · {a['tool']}({data_json(a['arguments'])})"
                   + (f" -> {data_json(new_args)}" if new_args is not None else ""), highlight=False, soft_wrap=True)
     if resume:
-        _continue(db, run_id, approver, None, model_spec=model, case_ref=case, trust=trust)
+        _continue(db, run_id, approver, None, agent, model_spec=model, case_ref=case, trust=trust)

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from ..errors import UsageError
 from ..evals import EvalConfig
 from ..evals.runner import run_trial
 from ..events import (
@@ -21,7 +22,6 @@ from ..events import (
     Trajectory,
     UserMessage,
 )
-from ..models import resolve_model
 from ..runtime import RunConfig
 from ..store import open_store
 from ..store.protocol import Store
@@ -47,6 +47,10 @@ Examples:
 
   tether run C4-PA-01 --approve 'taobao_*'      # pauses for approval; then: tether approve RUN_ID
 
+  tether run C4-DR-03 --agent my_agents.py:build    # your own agent (pydantic-ai, Agents SDK, LangChain, ...)
+
+  tether run C4-LD-01 --model 'openai-compat:http://127.0.0.1:8080/v1#qwen' --model-arg temperature=0
+
 Every run is recorded in the embedded store (.tether/tether.db): see `tether runs list`.
 """
 
@@ -56,7 +60,9 @@ GUARDED = {TerminalStatus.LOOP_ABORTED, TerminalStatus.BUDGET_EXCEEDED, Terminal
 
 def run_command(
     case: Annotated[str, typer.Argument(help="a case id of the built-in suite (C4-LD-01) or a case YAML file")],
-    model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = "policy:steady",
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="model spec, run by tether's own loop (default policy:steady)")] = None,
+    agent: Annotated[Optional[str], typer.Option("--agent", "-a", help="your agent instead of a model: path/to/file.py (its `agent`), path/to/file.py:attr, module:attr or a tether.agents entry point name; run unchanged")] = None,
+    model_arg: Annotated[Optional[list[str]], typer.Option("--model-arg", help="a request parameter for a provider model, key=value, repeatable: max_tokens=256, temperature=0 (a JSON value is taken as JSON)")] = None,
     guards: Annotated[str, typer.Option("--guards", "-g", help="off, on, or a comma list such as loop,budget")] = "on",
     budget: Annotated[Optional[str], typer.Option(help="budget limits, e.g. tool_calls=5,seconds=60,tokens=20000,cost=0.05 (replaces the stack's budget guard)")] = None,
     approve: Annotated[Optional[list[str]], typer.Option("--approve", help="tools (names or globs) that need human approval, repeatable")] = None,
@@ -70,12 +76,17 @@ def run_command(
     with user_errors():
         from ..report.otel import enable_live
         enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
-        spec = RunSpec(case=case, model=model, guards=guards, budget=budget, approve=tuple(approve or ()),
-                       approver=approver, max_steps=max_steps)
+        if agent is not None and (model is not None or model_arg):
+            raise UsageError("--agent runs your agent with its own model: drop --model / --model-arg, or drop --agent")
+        from ..models.registry import parse_model_args
+
+        spec = RunSpec(case=case, model=None if agent else (model or "policy:steady"), guards=guards, budget=budget,
+                       approve=tuple(approve or ()), approver=approver, max_steps=max_steps, agent=agent,
+                       model_args=parse_model_args(model_arg) or None)
         spec.gate()                    # --approver checked before anything starts
         the_case = find_case(case)
         stack = spec.guards_list()
-        m = resolve_model(model)
+        m, the_agent = spec.subject()
         db = open_store(store)
         run_cfg = RunConfig(store=db, approvals=spec.gate(), meta=spec.meta())
         if run_id is not None:
@@ -84,7 +95,8 @@ def run_command(
             check_id(run_id, "--run-id")
         rid = run_id or f"{the_case.id}-{uuid.uuid4().hex[:6]}"
         tr, result = asyncio.run(run_trial(the_case, m, config=replace(EvalConfig(), max_steps=max_steps), guards=stack,
-                                           guards_label=spec.label(), model_label=model, run_config=run_cfg, run_id=rid))
+                                           guards_label=spec.label(), model_label=spec.agent or spec.model,
+                                           run_config=run_cfg, run_id=rid, agent=the_agent))
     finish(result, db, trace, f"verdict {tr.verdict} (auto {tr.auto_verdict})")
 
 

@@ -133,20 +133,28 @@ def norm_text(value: str, free: bool = False, edges: bool = False) -> str:
     whitespace collapsed; in free text (``free``) punctuation is dropped too, and
     spaces next to CJK characters; with ``edges`` (a value that names no
     resource), punctuation and quotes at its two ends."""
-    if value.isascii():
-        value = value.lower()
-    else:
-        if not unicodedata.is_normalized("NFKC", value):
-            value = unicodedata.normalize("NFKC", value)
-        if _PUNCT_RE.search(value):
-            value = value.translate(_PUNCT)
-        value = value.casefold()
-    if "'" in value or "`" in value:
-        value = value.replace("'", '"').replace("`", '"')
     if free:
-        value = _FREE_RE.sub(" ", value)
-    elif edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
-        value = value.strip(_EDGE)          # "香港。" / " 香港" / "「退款」": the same value
+        # every punctuation mark becomes a space, whatever it would be folded to first (quotes too), in
+        # one pass (casefold never makes or unmakes a punctuation mark: folding after it is the same)
+        if value.isascii():
+            value = _FREE_RE.sub(" ", value.lower())
+        else:
+            if not unicodedata.is_normalized("NFKC", value):
+                value = unicodedata.normalize("NFKC", value)
+            value = _FREE_ALL_RE.sub(" ", value.casefold())
+    else:
+        if value.isascii():
+            value = value.lower()
+        else:
+            if not unicodedata.is_normalized("NFKC", value):
+                value = unicodedata.normalize("NFKC", value)
+            if _PUNCT_RE.search(value):
+                value = value.translate(_PUNCT)
+            value = value.casefold()
+        if "'" in value or "`" in value:
+            value = value.replace("'", '"').replace("`", '"')
+        if edges and value and (value[0] in _EDGE or value[-1] in _EDGE):
+            value = value.strip(_EDGE)      # "香港。" / " 香港" / "「退款」": the same value
     words = value.split()
     if free and len(words) > 1 and not value.isascii():
         # "退款 流程" == "退款流程": CJK text has no word spaces (a space stays between two Latin words)
@@ -165,6 +173,7 @@ _EDGE = " .,;:!?\"'()[]<>{}"
 
 _PUNCT_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")
 _FREE_RE = re.compile(r"[!-/:-@\[-`{-~]")
+_FREE_ALL_RE = re.compile(r"[!-/:-@\[-`{-~" + "".join(re.escape(chr(c)) for c in _PUNCT) + "]")   # both
 
 
 def canon(value: Any, ignore: frozenset[str] = frozenset(), free: bool = False) -> str:
@@ -208,24 +217,56 @@ def canon_result(data: Any) -> str:
     every depth (a set of results in another order is the same set), then NFKC,
     CJK punctuation and case folded and whitespace collapsed over the whole text."""
     kind = type(data)
-    if kind is dict and len(data) <= 16 and _flat(data):
-        text = repr(sorted(data.items()))  # the common small flat answer: C all the way
+    text = _flat_repr(data) if kind is dict and len(data) <= 16 else None   # the common small flat answer
+    spaced = True                           # only single spaces between words in ASCII (no collapsing needed)
+    if text is not None:
+        pass
     elif kind is dict or kind is list:
         try:
             text = _DUMPS(_lists_sorted(data, [_MAX_NODES]) if _has_list(data) else data)
         except (TypeError, ValueError, RecursionError):
-            text = _SAFE_REPR.repr(data)
-    elif kind is str:
-        text = data
+            text, spaced = _SAFE_REPR.repr(data), False
     else:
-        text = _SAFE_REPR.repr(data)
+        text, spaced = data if kind is str else _SAFE_REPR.repr(data), False
     if not text.isascii():
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
         if _PUNCT_RE.search(text):
             text = text.translate(_PUNCT)
         return " ".join(text.casefold().split())
+    if spaced and "  " not in text:
+        # repr() and JSON escape every ASCII whitespace but the space, and open and close with a bracket:
+        # collapsing whitespace would change nothing
+        return text.lower()
     return " ".join(text.lower().split())
+
+
+def _flat_repr(data: dict) -> str | None:
+    """``repr(sorted(data.items()))`` when :func:`_flat` holds, else None; built
+    piece by piece, which is several times cheaper than repr() of the tuples."""
+    try:
+        keys = sorted(data)
+    except TypeError:
+        return None                         # keys of several types: not all strings
+    scalars = _SCALARS
+    parts = []
+    for k in keys:
+        if type(k) is not str:
+            return None
+        v = data[k]
+        t = type(v)
+        if t in scalars:
+            parts.append(f"({k!r}, {v!r})")
+        elif t is list and len(v) < 2:
+            if not v:
+                parts.append(f"({k!r}, [])")
+            elif type(v[0]) in scalars:
+                parts.append(f"({k!r}, [{v[0]!r}])")
+            else:
+                return None
+        else:
+            return None
+    return "[" + ", ".join(parts) + "]"
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -334,6 +375,9 @@ def is_page_key(key: str) -> bool:
     return kind
 
 
+_ARG_KEY: dict[str, tuple[int, bool]] = {}     # argument name -> (_key_kind, is_page_key), both read in one look
+
+
 def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict]:
     """(signature, target, series, parts) of a call, in one pass over the sorted arguments.
 
@@ -357,9 +401,12 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     for key in keys:
         if key in ignore:
             continue
-        kind = _KEY_KIND.get(key)
-        if kind is None:
-            kind = _key_kind(key)
+        known = _ARG_KEY.get(key)
+        if known is None:
+            known = (_key_kind(key), is_page_key(key))
+            if len(_ARG_KEY) < 4096:
+                _ARG_KEY[key] = known
+        kind, page = known
         if kind == _RETRY:
             continue                        # a retry counter or backoff delay: the same call
         value = arguments[key]
@@ -376,7 +423,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                 bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
                 if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
                     value = bare
-            if value[0] in "{[" or (value[0].isspace() and value.lstrip()[:1] in ("{", "[")):
+            first = value[0]
+            if first in "{[" or (first.isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
                 text = canon(doc, ignore) if doc is not None else '"' + norm_text(value, kind == _QUERY) + '"'
             else:
@@ -395,9 +443,6 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         sig.append(part)
         if target:
             targets.append(part)
-        page = _PAGE_KEY.get(key)
-        if page is None:
-            page = is_page_key(key)
         if page:
             paged = True
         elif type(value) is dict and any(type(k) is str and is_page_key(k) for k in value):
@@ -508,8 +553,9 @@ def result_hash(result: ToolResultEvent, arguments: dict[str, Any] | None = None
     """A short stable key for "the same result": the canonical data (key order,
     list order, Unicode form do not matter) or the masked error, hashed when
     longer than 40 characters."""
-    text = canon_result(result.data) if result.ok else "!" + mask_error(result, arguments)
-    return text if len(text) <= 40 else ("!" if not result.ok else "") + _digest(text)
+    ok = result.ok
+    text = canon_result(result.data) if ok else "!" + mask_error(result, arguments)
+    return text if len(text) <= 40 else ("" if ok else "!") + _digest(text)
 
 
 def is_wait_name(tool: str) -> bool:
@@ -536,6 +582,8 @@ _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
 def is_pending(data: Any) -> bool:
     """A status that says the work is not finished yet (polling, not looping)."""
     if isinstance(data, dict):
+        if _POLL_KEYS.isdisjoint(data):
+            return False                    # no status or flag field (the common answer)
         for key in data:
             if key in _POLL_KEYS:
                 value = data[key]
@@ -662,6 +710,8 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
 
 def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
     """One level of :func:`page_state`."""
+    if _PLAIN_KEYS.issuperset(level):
+        return 0                            # no key that says anything about pages (the common answer)
     said = 0
     for key, value in level.items():
         kind = _FLAG_KIND.get(key)
@@ -671,6 +721,8 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
                     else 4 if k in _COUNT_FLAGS else 0)
             if len(_FLAG_KIND) < 4096:
                 _FLAG_KIND[key] = kind
+                if not kind:
+                    _PLAIN_KEYS.add(key)
         if not kind:
             continue
         if kind == 1 and isinstance(value, bool):
@@ -700,6 +752,7 @@ def page_end(data: Any, arguments: dict[str, Any] | None = None) -> bool:
 
 
 _FLAG_KIND: dict[Any, int] = {}
+_PLAIN_KEYS: set = set()            # the keys of _FLAG_KIND whose kind is 0
 _COUNT_FLAGS = frozenset({"pages", "totalpages", "pagecount", "numpages", "lastpage"})
 
 

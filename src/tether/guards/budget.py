@@ -61,6 +61,9 @@ class BudgetGuard(BaseGuard):
                   "total_tokens": b.max_total_tokens, "cost": b.max_cost, "seconds": b.max_seconds,
                   "tool_calls": b.max_tool_calls, "model_calls": b.max_model_calls}
         self._limits = tuple((dim, limit) for dim, limit in limits.items() if limit is not None)
+        # before a tool call only these two are projected: (limit, the soft limit) each, None when unset
+        soft = {dim: (limit, b.soft_fraction * limit) for dim, limit in self._limits}
+        self._tool_limits = (soft.get("tool_calls"), soft.get("seconds"))
 
     def _check(self, ctx: GuardContext, projected: dict[str, float]) -> Intervention | None:
         b = self.budget
@@ -104,7 +107,12 @@ class BudgetGuard(BaseGuard):
         return verdict if verdict and verdict.action == "stop" else None
 
     def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None:
-        return self._check(ctx, {"tool_calls": ctx.tool_calls + 1, "seconds": ctx.elapsed_s})
+        calls, seconds = ctx.tool_calls + 1, ctx.elapsed_s
+        on_calls, on_seconds = self._tool_limits
+        if (on_calls is None or not (calls > on_calls[0] or calls >= on_calls[1])) \
+                and (on_seconds is None or not (seconds > on_seconds[0] or seconds >= on_seconds[1])):
+            return None                     # below every soft limit: nothing to say (the common call)
+        return self._check(ctx, {"tool_calls": calls, "seconds": seconds})
 
     def on_stop(self, ctx: GuardContext, verdict: Intervention, reply: str) -> str:
         lang = i18n.run_language(ctx.trajectory)

@@ -286,20 +286,21 @@ class LoopGuard(BaseGuard):
     # -- hooks -------------------------------------------------------------------
     def before_tool(self, ctx: GuardContext, call: ToolCallRequest) -> Intervention | None:
         cfg = self.config
-        if call.name in cfg.exempt_tools:
+        tool = call.name                    # read once: an attribute of a pydantic model is slow to read
+        if tool in cfg.exempt_tools:
             return None
         if self._lang is None:
             self._language(ctx)
         self._said = None
         self._in_after = False
         ignore = cfg.ignore_fields
-        extra = self.irrelevant.get(call.name) if self.irrelevant else None
-        described = describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
+        extra = self.irrelevant.get(tool) if self.irrelevant else None
+        described = describe_call(tool, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
         self._sig, self._tool = sig, call.name
         rules = cfg.rules
-        found = self._outage(call.name) if self.failed and "outage" in rules else None
+        found = self._outage(tool) if self.failed and "outage" in rules else None
         if found is not None:
             self._tripped = call.id
             return Intervention("block", "outage", self._said or found[0], found[1])
@@ -307,13 +308,13 @@ class LoopGuard(BaseGuard):
         found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
                  or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
                                                     or (self.created and self._duplicate_create(call, described))
-                                                    or (call.name in self.sent and self._resend(call, described))))
+                                                    or (tool in self.sent and self._resend(call, described))))
                  or ("identical" in rules and sig in self.refusals and self._refused_again(call))
                  or (seen and "identical" in rules and self._identical(call, sig))
                  or ("past_end" in rules and sig != described[2] and described[2] in self.series
                      and self._past_end(call, described))
                  or (seen and "cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
-                 or ("near_duplicate" in rules and self.tool_streak.get(call.name, 0) >= cfg.max_near_duplicates
+                 or ("near_duplicate" in rules and self.tool_streak.get(tool, 0) >= cfg.max_near_duplicates
                      and self._near_duplicate(call))
                  or ("no_progress" in rules and self.same_result[1] >= cfg.max_no_progress and self._no_progress()))
         if not found:
@@ -332,23 +333,24 @@ class LoopGuard(BaseGuard):
         tool = call.name
         if tool in cfg.exempt_tools:
             return None
+        args, call_id = call.arguments, call.id     # read once: an attribute of a pydantic model is slow to read
         pending = self._pending
-        if pending is not None and pending[0] == call.id:
+        if pending is not None and pending[0] == call_id:
             sig, target, skey, parts = pending[1:]
         else:
             sig, target, skey, parts = self._describe(call)
         self._pending = None
         self._sig, self._tool = sig, tool
-        self._args = call.arguments
-        tripped, self._tripped = self._tripped == call.id, None   # this call was already tripped on
-        rkey = result_hash(result, call.arguments)
+        self._args = args
+        tripped, self._tripped = self._tripped == call_id, None   # this call was already tripped on
+        rkey = result_hash(result, args)
         ok = result.ok
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
-        if not wait and not action and not reads and waits_in(call.arguments):
+        if not wait and not action and not reads and waits_in(args):
             wait = True                     # a command that sleeps first: a wait, and what it runs a poll
-        if not action and "method" in call.arguments:
-            action = is_write_call(call.arguments)
+        if not action and "method" in args:
+            action = is_write_call(args)
         index = self.count
         data = result.data
         st = self.sigs.get(sig)
@@ -386,12 +388,12 @@ class LoopGuard(BaseGuard):
             if action:
                 pass
             elif is_pending(data) or (st is not None and pending_within(data)):   # a poll is a repeat
-                if is_submitted(data, call.arguments):
+                if is_submitted(data, args):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
                     kind = _POLL
             elif st is not None and ((sig == skey and type(data) is dict and page_state(data) == -1)
-                                     or asks_since(call.arguments)):
+                                     or asks_since(args)):
                 # a call that walks on by itself (a scroll) and says more follow; "what is new since 09:00"
                 kind = _POLL
         else:
@@ -402,10 +404,10 @@ class LoopGuard(BaseGuard):
         past = False
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
-        state = page_state(data, call.arguments) if reading and (nothing or skey != sig) else 0
-        if state == 0 and reading and skey != sig and offset_end(data, call.arguments):
+        state = page_state(data, args) if reading and (nothing or skey != sig) else 0
+        if state == 0 and reading and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
-        elif state == -2 and cursor_resent(data, call.arguments):
+        elif state == -2 and cursor_resent(data, args):
             state = 2                       # the cursor sent where the API does not read it comes back
         if kind != _NORMAL:
             progress = False

@@ -46,6 +46,8 @@ def verify_result(result: ToolResultEvent, expect_fields: list[str] = ()) -> str
     """None when the result counts as done, else why not (seed 002 section 6.2)."""
     if not result.ok:
         return f"{result.tool} returned an error: {result.error}"
+    if not expect_fields:
+        return None
     data = result.data if isinstance(result.data, dict) else {}
     missing = [f for f in expect_fields if _get(data, f) in (None, "", [], {})]
     if missing:
@@ -89,6 +91,8 @@ class ResultGuard(BaseGuard):
     flagged: list[str] = field(default_factory=list)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
+        if not self.required_fields and not self.rules:
+            return None                     # nothing to check: an error is never flagged, a success passes
         problem = verify_result(result, self.required_fields.get(call.name, []))
         if problem is None:
             for rule in self.rules:
