@@ -298,7 +298,7 @@ class LoopGuard(BaseGuard):
         described = describe_call(tool, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
         self._pending = (call.id, *described)
-        self._sig, self._tool = sig, call.name
+        self._sig, self._tool = sig, tool
         rules = cfg.rules
         found = self._outage(tool) if self.failed and "outage" in rules else None
         if found is not None:
