@@ -323,13 +323,8 @@ class LoopGuard(BaseGuard):
         return self._ladder(*found)
 
     def after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
-        self._in_after = True               # reset by the next hook (an exception here leaves no other trace)
-        found = self._after_tool(ctx, call, result)
-        self._in_after = False
-        return found
-
-    def _after_tool(self, ctx: GuardContext, call: ToolCallRequest, result: ToolResultEvent) -> Intervention | None:
         cfg = self.config
+        self._in_after = True               # a hint given now is on a result (before_tool and after_model reset it)
         tool = call.name
         if tool in cfg.exempt_tools:
             return None
@@ -358,8 +353,8 @@ class LoopGuard(BaseGuard):
             if st is None:                  # a first call: its answer is kept as is, compared only on a repeat
                 answers = self._answers
                 answers[sig] = data
-                if len(answers) > 64:
-                    del answers[next(iter(answers))]
+                if len(answers) > 128:
+                    _bound(answers, 64)     # amortised: the newer half stays
             else:
                 rkey = self._known_content(sig, st, rkey, data)
         fresh = None
@@ -581,8 +576,8 @@ class LoopGuard(BaseGuard):
         as is until then)."""
         prev = self._answers.get(sig)
         self._answers[sig] = data
-        if len(self._answers) > 64:
-            del self._answers[next(iter(self._answers))]
+        if len(self._answers) > 128:
+            _bound(self._answers, 64)
         if st is None or rkey == st[0] or (prev is None and sig not in self.units):
             return rkey
         units = content_units(data)
@@ -1414,11 +1409,11 @@ _MAX_UNITS = 400    # content units kept per call signature
 _MAX_KEYS = 512     # per-signature and per-tool maps: the oldest entries go first past this size
 
 
-def _bound(mapping: dict) -> None:
-    """Past ``_MAX_KEYS`` entries keep the newer half (amortised: deleting the
-    oldest entry one at a time makes a dict's first entry ever slower to find)."""
-    if len(mapping) > _MAX_KEYS:
-        newer = list(mapping.items())[-(_MAX_KEYS // 2):]
+def _bound(mapping: dict, keep: int = _MAX_KEYS // 2) -> None:
+    """Past ``_MAX_KEYS`` entries (or ``2 * keep``) keep the newer ``keep`` (amortised:
+    deleting the oldest entry one at a time makes a dict's first entry ever slower to find)."""
+    if len(mapping) > min(_MAX_KEYS, 2 * keep):
+        newer = list(mapping.items())[-keep:]
         mapping.clear()
         mapping.update(newer)
 
