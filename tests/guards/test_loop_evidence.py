@@ -271,3 +271,21 @@ def test_pages_that_fail_the_same_way_as_the_walk_moves_on_are_its_end(tmp_path)
     assert offline(tmp_path, walk) == [("past_end", "hint")]
     retried = [page(9900), page(10000, ok=False), page(10000, ok=False)]      # the same page again: a retry
     assert offline(tmp_path, retried) == []
+
+
+def test_the_new_state_is_plain_data_and_survives_a_checkpoint():
+    """A guard resumed from its checkpoint decides as the one that ran on (content units, error runs,
+    hint marks are JSON)."""
+    orders = itertools.cycle([["a", "b"], ["b", "a"]])
+
+    @tool(description="kb search")
+    def kb_search(query: str):
+        return {"results": next(orders)}
+
+    guard = LoopGuard()
+    run_agent_sync(ScriptedModel([Decision.call("kb_search", {"query": "q"})] * 3 + [Decision.final("x")]),
+                   ToolSet([kb_search]), message="go", config=RunConfig(guards=[guard]))
+    state = json.loads(json.dumps(guard.state(), ensure_ascii=False))
+    again = LoopGuard()
+    again.load_state(state)
+    assert again.state() == guard.state() and again.hint_marks and again.novel == guard.novel
