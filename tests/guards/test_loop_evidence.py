@@ -58,6 +58,13 @@ def test_a_status_read_watched_until_it_turns_is_hinted_but_never_stopped():
     assert ("identical", "hint") in trips and ("identical", "stop") not in trips
     assert result.status == "completed"
 
+    @tool(description="order status")
+    def order_status(order_id: str):                   # a status read that fails is not waiting for anything
+        return ToolResult.failure("order_status failed: the orders database rejected the query", "tool_error")
+
+    result, trips = run([Decision.call("order_status", {"order_id": "A1"})] * 6 + [Decision.final("x")], [order_status])
+    assert trips == [("identical", "hint"), ("identical", "stop")] and result.status == "loop_aborted"
+
 
 def test_the_same_loop_unchanged_after_its_hint_still_stops():
     @tool(description="search")

@@ -865,8 +865,9 @@ class LoopGuard(BaseGuard):
         if self.count - mark[0] < self.config.stop_after_hint or self.novel != mark[1]:
             return False
         if trip_key.startswith("identical:") and self._tool and is_watch_name(self._tool):
-            st = self.sigs.get(self._sig)   # a status read repeated is someone waiting for a change: it is
-            return st is not None and st[1] >= self.config.max_polls    # stopped only where a poll would be
+            st = self.sigs.get(self._sig)   # a status read answered the same again is someone waiting for a
+            if st is not None and not st[0].startswith("!"):            # change: it is stopped only where a
+                return st[1] >= self.config.max_polls                   # poll would be (a failure is not)
         return True
 
     # -- rules -----------------------------------------------------------------
