@@ -195,3 +195,21 @@ def test_a_broken_sealed_file_is_reported_without_its_name(tmp_path, capsys):
     assert "sealed" in err and "secret" not in err
     assert main(["--corpus", str(tmp_path), "--half", "heldout", "--show-sealed-ids"]) == 2
     assert "secret-item.json" in capsys.readouterr().err
+
+
+def test_lowo_reports_each_writer_with_their_batches_together(tmp_path, capsys):
+    """`guard_quality.py --lowo`: one row per writer (a writer's second batch, ``a2``, with ``a``), the
+    authors' corpus apart, and the worst writer named."""
+    from guard_quality import main
+
+    for folder, label in (("a", "loop"), ("a2", "ok"), ("b", "ok")):
+        (tmp_path / "tuning" / folder).mkdir(parents=True)
+        extra = {"trip_by": 1} if label == "loop" else {}
+        (tmp_path / "tuning" / folder / f"{folder}.json").write_text(_item(f"{folder}-1", label, **extra),
+                                                                     encoding="utf-8")
+    main(["--corpus", str(tmp_path), "--lowo"])
+    out = capsys.readouterr().out
+    # the items call one tool 4 times alike: the loop is caught late (due at its 1st action), the ok ones stopped
+    assert "| a | a, a2 | 0/1 = 0.0% | 1/1 = 100.0% | 0 | 1 | MISSES |" in out
+    assert "| b | b | - | 1/1 = 100.0% | 0 | 1 | MISSES |" in out
+    assert "| authors |" in out and "worst writer by recall: a" in out
