@@ -650,7 +650,6 @@ class LoopGuard(BaseGuard):
                     "error and change what it names, or say what is missing.",
                     {"count": st[1], "limit": cfg.max_same_failures - 1, "tool": call.name})
         if back and "cycle" in cfg.rules and len(earlier) >= 3:
-            self._say("loop.no_progress", count=len(earlier) + 1, limit=len(earlier))
             return ("cycle", f"~errback:{tool}",
                     f"{call.name} ({_short(self._args or {})}) failed again with an error it had already given and "
                     f"that had gone away ({len(earlier) + 1} failures in a row on the same target): the changes go "
