@@ -90,19 +90,19 @@ def test_tuning_pool_never_blocks_or_stops_legitimate_work_and_hints_at_most_2_p
 
 
 def test_tuning_pool_meets_the_floor():
-    """398/418 = 95.2% recall, hints on 7/382, no block, no stop (2026-12-01, rules of i25-rules4)."""
+    """399/418 = 95.5% recall, hints on 7/382, no block, no stop (2026-12-01, rules of i25-rules4)."""
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 359/378 caught; hints on 7/337 ok items (3 retries of the very same
+    """Pinned at the measured level: 360/378 caught; hints on 7/337 ok items (3 retries of the very same
     failure with no backoff that then succeed or ask, by writers A and B; a flag set back for an A/B/A
     comparison; a status page read until it turned; two batches of more than 20 calls that meet the
     reference budget's 80% hint); no block, no stop (2026-12-01, rules of i25-rules4)."""
     m = _half("tuning")
     assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
     assert len(m["hints"]) <= 7, m["hints"]
-    assert m["caught"] >= 359, m["missed"]
+    assert m["caught"] >= 360, m["missed"]
 
 
 # The sealed half as measured once, when it lands: (loops, oks, caught, hints on ok, stops on ok), or None while

@@ -296,3 +296,16 @@ def test_the_new_state_is_plain_data_and_survives_a_checkpoint():
     again = LoopGuard()
     again.load_state(state)
     assert again.state() == guard.state() and again.hint_marks and again.novel == guard.novel
+
+
+def test_a_bigger_limit_answered_the_very_same_has_no_more():
+    @tool(description="list matters")
+    def list_matters(client: str, limit: int):
+        return {"results": [f"M-{i}" for i in range(min(limit, 120))]}
+
+    calls = [Decision.call("list_matters", {"client": "ACME", "limit": n}) for n in (50, 100, 200, 500)]
+    _, trips = run(calls + [Decision.final("x")], [list_matters])
+    assert trips[:1] == [("near_duplicate", "hint")]
+    grows = [Decision.call("list_matters", {"client": "ACME", "limit": n}) for n in (20, 50, 100)]
+    _, trips = run(grows + [Decision.final("x")], [list_matters])
+    assert trips == []                                  # each bigger limit brought more

@@ -13,7 +13,9 @@ from ..events import ToolResultEvent
 from ._calls import (
     _NAME_TOKEN,
     _NEXT_KEYS,
+    _SHAPE,
     TRANSIENT_TYPES,
+    _key_kind,
     canon_result,
     is_page_key,
     is_pending,
@@ -265,3 +267,11 @@ def cursor_resent(data: Any, arguments: dict[str, Any]) -> bool:
                 if any(type(v) in (str, int) and v in sent for v in found):
                     return True
     return False
+
+
+def only_shape_differs(before: dict, parts: dict) -> bool:
+    """Two calls whose arguments differ only in how much to return (``limit``, ``size``, ``top``,
+    ``max_results``): the same question asked for more (or fewer) answers."""
+    if before.keys() != parts.keys() or before == parts:
+        return False
+    return all(_key_kind(str(k)) == _SHAPE for k in parts if parts[k] != before[k])

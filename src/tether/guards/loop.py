@@ -99,7 +99,8 @@ from ..messages import DecisionKind, ToolCallRequest, canonical_json
 from ..status import TerminalStatus
 from . import _questions as Q
 from ._evidence import (asks_for_information, carries_idempotency_key, content_units, cursor_resent, delay_asked,
-                        is_watch_name, offset_end, pending_within, retry_after_s, transient_failure, without_stamps)
+                        is_watch_name, offset_end, only_shape_differs, pending_within, retry_after_s,
+                        transient_failure, without_stamps)
 from ._base import BaseGuard, GuardContext, Intervention
 from ._calls import (
     canonical_call,
@@ -397,6 +398,7 @@ class LoopGuard(BaseGuard):
         nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
                                                    and _no_items(data)))
         past = False
+        capped = None
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
@@ -449,6 +451,9 @@ class LoopGuard(BaseGuard):
                 if len(listing) > 2:
                     listing[2] = 0
             prev = self.last.get(tool)
+            if prev is not None and prev[1] == rkey and not nothing and only_shape_differs(prev[0], parts) \
+                    and "near_duplicate" in cfg.rules and not tripped:
+                capped = self._capped(call)         # a bigger limit, the very same answer: there is no more
             if prev is not None and prev[1] == rkey:
                 sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing, target)
                 st = self.sigs.get(sig)
@@ -546,6 +551,8 @@ class LoopGuard(BaseGuard):
         if st[1] >= 2 and st[2] == _NORMAL and "identical" in cfg.rules and (
                 (st[7] >= 2 and (st[6] >= 3 or (not ok and no_such_tool(result)))) or (st[1] >= cfg.max_unchanged and (not ok or looks_failed(data)))):
             return self._ladder(*self._identical_after(call, sig, st, ok))
+        if capped is not None:
+            return self._ladder(*capped)
         if not ok and kind == _NORMAL:
             found = self._failing_again(call, tool, sig, st, rkey, target, result)
             if found is not None:
@@ -595,6 +602,14 @@ class LoopGuard(BaseGuard):
         if len(self.units) > 64:
             del self.units[next(iter(self.units))]
         return rkey
+
+    def _capped(self, call: ToolCallRequest):
+        """A read asked for more (a bigger ``limit``) and answered the very same: there is no more."""
+        self._say("loop.same_answer", tool=call.name, count=2)
+        return ("near_duplicate", f"~cap:{call.name}",
+                f"{call.name} ({_short(call.arguments)}) asked for more and returned the very same data: that is "
+                "all there is. Asking for more again will not change it: use what it returned.",
+                {"count": 2, "limit": 1, "tool": call.name})
 
     def _pages_failing(self, call: ToolCallRequest, tool: str, sig: str, skey: str, rkey: str):
         """Two pages of one listing in a row, each another page, failed the same way: not a
