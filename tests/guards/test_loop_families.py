@@ -23,22 +23,26 @@ from tether.guards.stacks import guard_stack  # noqa: E402
 
 # issue family -> (writers' labels, loop items that may be missed, hints allowed on ok items)
 FAMILIES = {
-    # an empty page past the end on a new page number, has_more false, a cursor that does not advance
-    # (2 missed by one action: a limit raised until the cap, a cursor sent where the API ignores it)
-    "paging past the end": ({"pagination-past-end", "pagination"}, 2, 0),
+    # an empty page past the end on a new page number, has_more false, a cursor that does not advance (also one
+    # sent inside query parameters and answered back), an offset past the total, a bigger limit answered the same
+    "paging past the end": ({"pagination-past-end", "pagination", "paging-past-end"}, 0, 0),
     # the same create again and again, a fresh id each time
     "repeated creates": ({"repeated-create", "duplicate-create"}, 0, 0),
     # the same results in another order
-    "reordered results": ({"reordered-results", "result-reorder"}, 0, 0),
+    "reordered results": ({"reordered-results", "result-reorder", "shuffled-results"}, 0, 0),
     # retries with backoff: never blocked or stopped within the budget; a hint at most. The hint comes at the 3rd
     # failure in a row when they are the very same failure with no sign of backoff (no wait tool, no growing
     # Retry-After or delay argument): round 4's writers call that a loop; writers A and B wrote 3 runs that do it
     # and then succeed or ask (the 3 hints allowed). 1 missed by one action: a file too large, read again at once
     "retry with backoff": ({"transient-retry", "retry-backoff"}, 1, 3),
-    # validation errors fixed one by one: each new error is progress
-    "errors that change": ({"validation-errors", "fix-iteration", "error-progress"}, 1, 0),
-    # a message re-sent after an acknowledgement that says queued / accepted
-    "re-sent after an acknowledgement": ({"resend-acked-message", "send-after-ack", "resend-vs-poll"}, 1, 0),
+    # validation errors fixed one by one: each new error is progress (1 missed by one action: the same malformed
+    # call failing twice in a row, due at the 2nd; other writers retry a failure once)
+    "errors that change": ({"validation-errors", "fix-iteration", "error-progress", "validation-fix",
+                            "validation-fixes"}, 1, 0),
+    # a message re-sent after an acknowledgement that says queued / accepted, and its look-alikes: polls of a
+    # queued job (2 missed: polls of a job that never finishes, due at the 5th; legitimate polls run 5-8 alike)
+    "re-sent after an acknowledgement": ({"resend-acked-message", "send-after-ack", "resend-vs-poll", "ack-resend",
+                                          "ack-resend-vs-poll", "resend-after-ack"}, 2, 0),
 }
 
 
