@@ -97,6 +97,38 @@ def run_where(dialect: str, *, since: float | None = None, before: tuple[float, 
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
+# what a listing shows of a run (not its reply, reason or metrics: a page reads and sends less)
+LISTED = ("run_id", "created", "updated", "status", "model", "case_id", "meta", "kind", "eval_id", "trial", "guards",
+          "error_kind")
+
+
+def runs_select(dialect: str, *, counts: bool = False) -> str:
+    """``SELECT ... FROM runs``: every column and ``last_active`` (the later of the run's update and its last
+    checkpoint); with ``counts``, a listing's columns (:data:`LISTED`), ``last_active``, and the run's
+    ``checkpoints`` and ``approvals_waiting`` (two index lookups a run)."""
+    greatest = "MAX" if dialect == "sqlite" else "GREATEST"
+    sql = (f"SELECT {', '.join(LISTED) if counts else '*'}, {greatest}(updated, COALESCE((SELECT c.created FROM "
+           "checkpoints c WHERE c.run_id = runs.run_id ORDER BY c.n DESC LIMIT 1), 0)) AS last_active")
+    if counts:
+        sql += (", (SELECT COUNT(*) FROM checkpoints c WHERE c.run_id = runs.run_id) AS checkpoints, "
+                "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = runs.run_id AND a.status = 'pending') "
+                "AS approvals_waiting")
+    return sql + " FROM runs"
+
+
+def page_sql(dialect: str, limit: int, *, before: tuple[float, str] | None = None, upto: int | None = None,
+             **filters: Any) -> tuple[tuple[str, tuple], tuple[str, tuple]]:
+    """(the page's query, the count's query) of a run listing: the newest ``limit`` runs matching
+    ``filters`` (:func:`run_where`) older than the cursor ``before``, the columns a listing shows and
+    each run's counts (:func:`runs_select`), and how many match (:func:`capped_count`); each as
+    (sql, params)."""
+    where, params = run_where(dialect, before=before, **filters)
+    page = (runs_select(dialect, counts=True) + where + " ORDER BY created DESC, run_id DESC LIMIT ?",
+            (*params, limit))
+    where, params = run_where(dialect, **filters)
+    return page, capped_count(where, params, upto)
+
+
 def capped_count(where: str, params: list[Any], upto: int | None) -> tuple[str, tuple[Any, ...]]:
     """The query counting the runs that match ``where``; with ``upto`` it stops past ``upto`` rows (answering
     ``upto + 1``), so a listing's total costs the same at 1,000 runs and at 1,000,000 on either backend
