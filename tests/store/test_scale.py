@@ -233,3 +233,65 @@ def test_guard_check_reads_every_run_of_either_backend(filled):
     assert loop and all(row["runs"] >= 1 for row in loop)
     for row in loop:
         assert row["rule"] in table.output
+
+
+def test_a_listing_page_is_the_runs_with_their_counts_and_the_capped_total(filled):
+    """`run_page` (what `runs list` reads: one round trip on PostgreSQL) equals list_runs + count_runs,
+    with each run's checkpoints and approvals waiting, on both backends."""
+    db = open_store(filled)
+    db.create_approval("ap-page", "pa-2", "pay", {"n": 1}, "d", "why")
+    runs, total = db.run_page(3, upto=4)
+    assert [r["run_id"] for r in runs] == [r["run_id"] for r in db.list_runs(3)] and total == 5
+    for r in runs:
+        assert r["checkpoints"] == db.checkpoint_count(r["run_id"])
+        assert r["approvals_waiting"] == (1 if r["run_id"] == "pa-2" else 0)
+    assert any(r["checkpoints"] for r in db.run_page(10)[0])        # the runs took checkpoints
+    cursor = db.run_cursor(runs[-1]["run_id"])
+    older, total = db.run_page(10, before=cursor, model="policy:st*", upto=10)
+    assert [r["run_id"] for r in older] == [r["run_id"] for r in db.list_runs(10, before=cursor, model="policy:st*")]
+    assert total == db.count_runs(model="policy:st*") == 4
+    assert db.run_page(10, eval_id="nosuch") == ([], 0)
+
+
+def _set_version(url: str, backend: str, version: int) -> None:
+    if backend == "sqlite":
+        con = sqlite3.connect(url)
+        con.execute(f"PRAGMA user_version={version}")
+        con.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("UPDATE tether_schema SET version = %s", (version,))
+
+
+def test_a_store_from_a_newer_tether_is_refused_before_any_read_or_write(filled, backend):
+    """PostgreSQL checks the schema version on a connection's first statement (a read rides in the same
+    round trip; a write waits for it): a newer store is refused on a read, and a write never reaches it."""
+    from tether.errors import UsageError
+
+    _set_version(filled, backend, 99)
+    for read in (lambda db: db.run_page(10), lambda db: db.get_run("pa-1"), lambda db: db.info()):
+        with pytest.raises(UsageError, match="newer than this tether"):
+            read(open_store(filled, read_only=True))
+    with pytest.raises(UsageError, match="newer than this tether"):
+        open_store(filled).create_run("late", model="m")
+    res = invoke("runs", "list", "--store", filled)
+    assert res.exit_code == 2 and "newer than this tether" in res.output and "Traceback" not in res.output
+    _set_version(filled, backend, 1 if backend == "postgresql" else 5)
+    db = open_store(filled)
+    assert db.get_run("late") is None and db.count_runs() == len(RUNS)
+
+
+def test_an_empty_postgresql_schema_is_refused_by_a_read_and_made_by_a_write(new_store_url):
+    from tether.errors import UsageError
+
+    url = new_store_url("postgresql")
+    with pytest.raises(UsageError, match="holds no tether store yet"):
+        open_store(url, read_only=True).run_page(10)
+    res = invoke("runs", "list", "--store", url)
+    assert res.exit_code == 2 and "holds no tether store yet" in res.output
+    assert open_store(url).run_page(10) == ([], 0)          # a store that may write makes its tables on a read
+    db = open_store(url)
+    db.create_run("first", model="m")
+    assert [r["run_id"] for r in open_store(url, read_only=True).run_page(10)[0]] == ["first"]
