@@ -295,3 +295,24 @@ def test_an_empty_postgresql_schema_is_refused_by_a_read_and_made_by_a_write(new
     db = open_store(url)
     db.create_run("first", model="m")
     assert [r["run_id"] for r in open_store(url, read_only=True).run_page(10)[0]] == ["first"]
+
+
+def test_store_commands_take_the_store_as_an_argument_too(filled, tmp_path):
+    """`tether store check my.db` as well as `--store my.db` (info, check, prune, vacuum), on both backends;
+    the store named twice differently is an error; upkeep never makes a store of an empty or missing file."""
+    info = invoke("store", "info", filled, "--format", "json")
+    assert info.exit_code == 0 and '"runs": 5' in info.output, info.output
+    assert invoke("store", "info", "--store", filled, "--format", "json").output == info.output
+    assert invoke("store", "check", filled).exit_code == 0
+    pruned = invoke("store", "prune", filled, "--older-than", "2000-01-01")
+    assert pruned.exit_code == 0 and "pruned 0 run(s)" in pruned.output, pruned.output
+    assert invoke("store", "vacuum", filled).exit_code == 0
+    twice = invoke("store", "check", filled, "--store", str(tmp_path / "other.db"))
+    assert twice.exit_code == 2 and "named twice" in twice.output
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for args in (("vacuum", str(empty)), ("prune", str(empty), "--older-than", "1d"),
+                 ("vacuum", str(tmp_path / "missing.db"))):
+        res = invoke("store", *args)
+        assert res.exit_code == 2 and ("nothing to" in res.output or "no such file" in res.output), res.output
+    assert empty.read_bytes() == b"" and not (tmp_path / "missing.db").exists()
