@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 StoreOpt = Annotated[Optional[str], typer.Option(help="the store: a file or a postgresql:// URL "
                                                       "(default $TETHER_STORE or .tether/tether.db)")]
-StoreArg = Annotated[Optional[str], typer.Argument(metavar="[STORE]", show_default=False,
+StoreArg = Annotated[Optional[str], typer.Argument(metavar="STORE", show_default=False,
                                                    help="the store, as --store gives it (either one)")]
 
 
