@@ -278,7 +278,9 @@ def test_a_store_from_a_newer_tether_is_refused_before_any_read_or_write(filled,
         open_store(filled).create_run("late", model="m")
     res = invoke("runs", "list", "--store", filled)
     assert res.exit_code == 2 and "newer than this tether" in res.output and "Traceback" not in res.output
-    _set_version(filled, backend, 1 if backend == "postgresql" else 5)
+    from tether.store import postgres, sqlite
+
+    _set_version(filled, backend, (postgres if backend == "postgresql" else sqlite).SCHEMA_VERSION)
     db = open_store(filled)
     assert db.get_run("late") is None and db.count_runs() == len(RUNS)
 
@@ -316,3 +318,49 @@ def test_store_commands_take_the_store_as_an_argument_too(filled, tmp_path):
         res = invoke("store", *args)
         assert res.exit_code == 2 and ("nothing to" in res.output or "no such file" in res.output), res.output
     assert empty.read_bytes() == b"" and not (tmp_path / "missing.db").exists()
+
+
+def test_a_postgresql_store_of_schema_1_is_read_as_it_is_and_upgraded_by_a_writer(new_store_url):
+    """Schema 2 added an index (an eval-id glob's prefix): a read-only command reads a schema-1 store as it
+    is; the next command that may write adds the index and the version."""
+    import psycopg
+
+    url = new_store_url("postgresql")
+    fill(url)
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("DROP INDEX runs_by_eval_pattern")
+        con.execute("UPDATE tether_schema SET version = 1")
+    assert len(open_store(url, read_only=True).run_page(10)[0]) == len(RUNS)
+
+    def state():
+        with psycopg.connect(url, autocommit=True) as con:
+            return (con.execute("SELECT version FROM tether_schema").fetchall(),
+                    con.execute("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'runs_by_eval_pattern' "
+                                "AND schemaname = current_schema()").fetchone()[0])
+    assert state() == ([(1,)], 0)
+    assert len(open_store(url).list_runs(10)) == len(RUNS)
+    assert state() == ([(2,)], 1)
+
+
+@pytest.mark.parametrize("recent", [2, 2000])
+def test_a_glob_listing_is_the_newest_matches_wherever_they_are(filled, monkeypatch, recent):
+    """A glob's page is looked for among the newest runs, then among every match: the same page as
+    filtering every run by hand, on both backends, for a common and a rare match, with a cursor."""
+    import fnmatch
+
+    from tether.store import queries
+
+    monkeypatch.setattr(queries, "RECENT", recent)
+    db = open_store(filled, read_only=True)
+    every = db.list_runs(100)
+    for model in ("policy:st*", "policy:q*", "policy:s?eady", "*:stubborn", "nosuch*"):
+        want = [r["run_id"] for r in every if fnmatch.fnmatchcase(r["model"], model)]
+        for limit in (1, 2, 10):
+            page, total = db.run_page(limit, model=model, upto=100)
+            assert [r["run_id"] for r in page] == want[:limit] and total == len(want), (model, limit)
+            assert [r["run_id"] for r in db.list_runs(limit, model=model)] == want[:limit]
+        if want:
+            cursor = db.run_cursor(want[0])
+            assert [r["run_id"] for r in db.run_page(10, model=model, before=cursor)[0]] == want[1:]
+    out = invoke("runs", "list", "--model", "policy:q*", "--store", filled).output
+    assert "pa-2" in out and "1 run(s)" in out

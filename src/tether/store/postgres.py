@@ -41,7 +41,7 @@ from .connect import redact
 from .opening import StoreError
 from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where, runs_select
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2          # 2: runs_by_eval_pattern (an eval-id glob's prefix finds its runs by index)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tether_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS runs (
     looped INTEGER, invented INTEGER, hitl INTEGER);
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created, run_id);
 CREATE INDEX IF NOT EXISTS runs_by_eval_created ON runs (eval_id, created, run_id);
+CREATE INDEX IF NOT EXISTS runs_by_eval_pattern ON runs (eval_id text_pattern_ops, created, run_id);
 CREATE INDEX IF NOT EXISTS runs_metrics ON runs (kind, status, created, steps, looped, invented, hitl, cost, tokens);
 CREATE TABLE IF NOT EXISTS evals (
     eval_id TEXT PRIMARY KEY, created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL,
@@ -158,14 +159,16 @@ class PostgresStore:
             raise StoreError(f"store {self.where} has schema version {version}, newer than this tether "
                              f"({SCHEMA_VERSION}); upgrade tether or use another --store")
         if self.read_only:
+            if version is not None:        # an older store reads as it is (it lacks indexes, not tables or columns)
+                return
             raise StoreError(f"store {self.where} holds no tether store yet (run something into it first)")
-        with self._db.transaction():
+        with self._db.transaction():       # make the tables, or add what an older store lacks: idempotent
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
-            if self._db.execute("SELECT COUNT(*) FROM tether_schema").fetchone()[0] == 0:
-                self._db.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+            self._db.execute("DELETE FROM tether_schema")
+            self._db.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
 
     def close(self) -> None:
         with self._lock:
@@ -275,10 +278,11 @@ class PostgresStore:
                   case_id: str | None = None, status: str | None = None, kind: str | None = None,
                   since: float | None = None, before: tuple[float, str] | None = None,
                   q: str | None = None) -> list[dict]:
-        where, params = run_where("postgresql", eval_id=eval_id, model=model, case_id=case_id, status=status,
-                                  kind=kind, since=since, before=before, q=q)
-        return self._page(self._d(_SELECT_RUNS + where + " ORDER BY created DESC, run_id DESC LIMIT ?",
-                                  (*params, limit)))
+        from .queries import read_page
+
+        rows, _ = read_page(self._fetch, "postgresql", limit, before=before, counts=False, eval_id=eval_id,
+                            model=model, case_id=case_id, status=status, kind=kind, since=since, q=q)
+        return self._page(rows)
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
@@ -290,11 +294,13 @@ class PostgresStore:
 
     def run_page(self, limit: int = 50, *, before: tuple[float, str] | None = None, upto: int | None = None,
                  **filters: Any) -> tuple[list[dict], int]:
-        from .queries import page_sql
+        from .queries import read_page
 
-        page, count = page_sql("postgresql", limit, before=before, upto=upto, **filters)
-        (names, rows), (_, counted) = self._reads(page, count)       # one round trip
-        return self._page([dict(zip(names, row)) for row in rows]), int(counted[0][0])
+        rows, total = read_page(self._fetch, "postgresql", limit, before=before, count=True, upto=upto, **filters)
+        return self._page(rows), int(total or 0)          # (the page and its count: one round trip)
+
+    def _fetch(self, *queries: tuple[str, tuple]) -> list[list[dict]]:
+        return [[dict(zip(names, row)) for row in rows] for names, rows in self._reads(*queries)]
 
     def _page(self, rows: list[dict]) -> list[dict]:
         from .sqlite import _run

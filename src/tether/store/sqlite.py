@@ -289,10 +289,11 @@ class SQLiteStore:
                   q: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?);
         one page: ``before`` = (created, run_id) of the last run of the previous page (keyset)."""
-        where, params = run_where("sqlite", eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind,
-                                  since=since, before=before, q=q)
-        return self._page(self._rows(_SELECT_RUNS + where + " ORDER BY created DESC, run_id DESC LIMIT ?",
-                                     (*params, limit)))
+        from .queries import read_page
+
+        rows, _ = read_page(self._fetch, "sqlite", limit, before=before, counts=False, eval_id=eval_id, model=model,
+                            case_id=case_id, status=status, kind=kind, since=since, q=q)
+        return self._page(rows)
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
@@ -309,10 +310,13 @@ class SQLiteStore:
         """A listing's page: :meth:`list_runs` with the columns a listing shows (not the reply, reason or
         metrics) and each run's ``checkpoints`` and ``approvals_waiting``, and :meth:`count_runs` of the
         same filters (up to ``upto``)."""
-        from .queries import page_sql
+        from .queries import read_page
 
-        (sql, params), (count, args) = page_sql("sqlite", limit, before=before, upto=upto, **filters)
-        return self._page(self._rows(sql, params)), self._rows(count, args)[0]["c"]
+        rows, total = read_page(self._fetch, "sqlite", limit, before=before, count=True, upto=upto, **filters)
+        return self._page(rows), int(total or 0)
+
+    def _fetch(self, *queries: tuple[str, tuple]) -> list[list[sqlite3.Row]]:
+        return [self._rows(sql, params) for sql, params in queries]
 
     def _page(self, rows: Any) -> list[dict]:
         runs = []
