@@ -15,19 +15,28 @@ is a valid run: ``runs show`` prints it, the eval's report page reads and
 checks it. The same rows are loaded into each backend through the store's own
 bulk ``load`` (the path ``tether store copy`` takes).
 
-What is timed, each the median of 3 (warm: the store was just read):
+What is timed, each the median of ``--repeat`` (7) runs, warm (the store was
+just read), the backends taking turns at each repetition so that both see the
+same machine (on a shared machine the load moves within seconds):
 
-* ``runs list``, ``runs show RUN``, ``runs list --eval ID`` and ``stats``: the
-  command inside one process (``CliRunner``: opening the store, the queries,
-  rendering; Python's start-up is not in it, it is printed apart as the time of
-  ``tether --help``);
+* ``runs list``, ``runs list --eval ID``, ``runs show RUN`` and ``stats``: the
+  command inside one process (``CliRunner``: opening the store, for PostgreSQL
+  a new connection, the queries, rendering; Python's start-up and imports are
+  not in it);
 * the viewer's index page and an eval's report page: server time
   (``Viewer.index`` / ``Viewer.eval_report`` on a fresh viewer: no cached page);
+* ``runs list`` and ``runs list --eval ID`` as a process (``python -m
+  tether.cli ...``): what a user waits for, Python's start-up and imports
+  (psycopg for PostgreSQL) included;
 * cold first command (SQLite): ``tether runs list`` as a new process after the
   store's file was evicted from the page cache (``posix_fadvise DONTNEED``),
   Python's start-up included;
 * ``store prune`` of the older half, then ``store vacuum``: time, size before and
-  after, and ``store check`` on the result.
+  after, and ``store check`` on the result (not with ``--no-prune``).
+
+``--keep DIR --no-prune`` keeps both stores whole; ``--reuse`` then measures
+them again without building (``--postgres`` names the store itself then, its
+``options=-csearch_path%3D...`` included).
 """
 
 from __future__ import annotations
@@ -143,23 +152,6 @@ def build(store: Any, template: Template, runs: int, now: float) -> tuple[int, f
     return copies * len(template.runs), time.perf_counter() - started
 
 
-CPU: dict[str, float] = {}          # what each timing cost in this process's CPU time (median)
-
-
-def median(fn: Callable[[], Any], n: int = 3, key: str | None = None) -> float:
-    """Median wall-clock seconds of ``fn``; its median CPU seconds go to CPU[key] (on a busy
-    machine the wall clock waits for a core; the CPU time is what the work itself costs)."""
-    times, cpus = [], []
-    for _ in range(n):
-        started, cpu = time.perf_counter(), time.process_time()
-        fn()
-        times.append(time.perf_counter() - started)
-        cpus.append(time.process_time() - cpu)
-    if key:
-        CPU[key] = statistics.median(cpus)
-    return statistics.median(times)
-
-
 def cli(*args: str) -> Callable[[], None]:
     runner = CliRunner()
 
@@ -167,6 +159,12 @@ def cli(*args: str) -> Callable[[], None]:
         res = runner.invoke(app, list(args))
         if res.exit_code != 0:
             raise SystemExit(f"tether {' '.join(args)}: exit {res.exit_code}: {res.output[-400:]}")
+    return go
+
+
+def process(*args: str) -> Callable[[], None]:
+    def go() -> None:
+        subprocess.run([*TETHER, *args], check=True, capture_output=True)
     return go
 
 
@@ -182,36 +180,63 @@ def evict(path: Path) -> None:
                 os.close(fd)
 
 
-def measure(where: str, sqlite_path: Path | None) -> dict[str, Any]:
+def cpu_now(children: bool) -> float:
+    if not children:
+        return time.process_time()
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(targets: list[tuple[str, str, Path | None]], repeat: int) -> dict[str, dict[str, Any]]:
+    """Every command on every backend, the backends taking turns at each repetition (both see the
+    same machine: on a shared one the load moves within seconds); the median wall-clock time, and
+    the median CPU time of the tether process (a subprocess's for the "as a process" rows)."""
     from tether.report.html.server import Viewer
 
-    store = open_store(where, read_only=True)
-    info = store.info()
-    eval_id = f"ev-20250101-{info['evals'] // 2:06x}"           # an eval from the middle of the year
-    some = store.list_runs(1, eval_id=eval_id)[0]
-    out: dict[str, Any] = {"runs": info["runs"], "evals": info["evals"], "size": info["size"]}
-    cli("runs", "list", "--store", where)()                 # warm
-    CPU.clear()
-    out["runs list"] = median(cli("runs", "list", "--store", where), key="runs list")
-    out["runs show RUN"] = median(cli("runs", "show", some["run_id"], "--store", where), key="runs show RUN")
-    out["runs list --eval ID"] = median(cli("runs", "list", "--eval", eval_id, "--store", where),
-                                        key="runs list --eval ID")
-    out["stats"] = median(cli("stats", "--store", where), key="stats")
-    out["viewer index (server)"] = median(lambda: Viewer(store).index({}), key="viewer index (server)")
-    out["viewer eval page (server)"] = median(lambda: Viewer(store).eval_report(eval_id),
-                                              key="viewer eval page (server)")
-    if sqlite_path is not None:
-        import resource
-
-        evict(sqlite_path)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        subprocess.run([*TETHER, "runs", "list", "--store", where], check=True, capture_output=True)
-        out["cold first command (process)"] = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        CPU["cold first command (process)"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out["cpu"] = dict(CPU)
-    store.close()
+    out: dict[str, dict[str, Any]] = {}
+    jobs: dict[str, dict[str, tuple[Callable[[], Any], bool]]] = {}
+    stores = {}
+    for backend, where, _ in targets:
+        store = stores[backend] = open_store(where, read_only=True)
+        info = store.info()
+        eval_id = f"ev-20250101-{info['evals'] // 2:06x}"           # an eval from the middle of the year
+        some = store.list_runs(1, eval_id=eval_id)[0]
+        out[backend] = {"runs": info["runs"], "evals": info["evals"], "size": info["size"], "cpu": {}}
+        jobs[backend] = {
+            "runs list": (cli("runs", "list", "--store", where), False),
+            "runs show RUN": (cli("runs", "show", some["run_id"], "--store", where), False),
+            "runs list --eval ID": (cli("runs", "list", "--eval", eval_id, "--store", where), False),
+            "stats": (cli("stats", "--store", where), False),
+            "viewer index (server)": (lambda store=store: Viewer(store).index({}), False),
+            "viewer eval page (server)": (lambda store=store, e=eval_id: Viewer(store).eval_report(e), False),
+            "runs list, as a process": (process("runs", "list", "--store", where), True),
+            "runs list --eval ID, as a process": (process("runs", "list", "--eval", eval_id, "--store", where), True),
+        }
+    for key in jobs[targets[0][0]]:
+        for backend in jobs:
+            jobs[backend][key][0]()                                  # warm
+        times: dict[str, list[float]] = {b: [] for b in jobs}
+        cpus: dict[str, list[float]] = {b: [] for b in jobs}
+        for _ in range(repeat):
+            for backend, commands in jobs.items():
+                fn, children = commands[key]
+                started, cpu = time.perf_counter(), cpu_now(children)
+                fn()
+                times[backend].append(time.perf_counter() - started)
+                cpus[backend].append(cpu_now(children) - cpu)
+        for backend in jobs:
+            out[backend][key] = statistics.median(times[backend])
+            out[backend]["cpu"][key] = statistics.median(cpus[backend])
+    for backend, where, path in targets:
+        if path is not None:
+            evict(path)
+            started, cpu = time.perf_counter(), cpu_now(True)
+            subprocess.run([*TETHER, "runs", "list", "--store", where], check=True, capture_output=True)
+            out[backend]["cold first command (process)"] = time.perf_counter() - started
+            out[backend]["cpu"]["cold first command (process)"] = cpu_now(True) - cpu
+        stores[backend].close()
     return out
 
 
@@ -234,11 +259,12 @@ def prune_and_vacuum(where: str) -> dict[str, Any]:
 
 
 def startup() -> float:
-    return median(lambda: subprocess.run([*TETHER, "--help"], check=True, capture_output=True))
-
-
-def load_average() -> float:
-    return os.getloadavg()[0]
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run([*TETHER, "--help"], check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def main() -> None:
@@ -247,43 +273,56 @@ def main() -> None:
     ap.add_argument("--postgres", help="a PostgreSQL server URL; the store goes in a new schema there")
     ap.add_argument("--keep", type=Path, help="build the stores in this folder and keep them")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--repeat", type=int, default=7, help="time each command this many times (the median)")
     ap.add_argument("--sqlite-only", action="store_true", help="skip PostgreSQL even if --postgres is given")
+    ap.add_argument("--no-prune", action="store_true", help="keep the stores whole (no prune, vacuum and check)")
+    ap.add_argument("--reuse", action="store_true", help="measure the stores a run with --keep DIR --no-prune "
+                    "left: DIR/scale.db and the store at --postgres URL (its search_path included); no build")
     args = ap.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="tether-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"seeding: tether eval c4 in {folder}", file=sys.stderr)
-    template = Template(seed(folder))
-    now = time.time()
-    report: dict[str, Any] = {"seed": {"runs": len(template.runs), "eval": template.eval_id},
-                              "python start-up (tether --help)": startup()}
-    targets: list[tuple[str, str, Path | None]] = []
+    report: dict[str, Any] = {"python start-up (tether --help)": startup(), "repeat": args.repeat}
     big = folder / "scale.db"
-    for p in (big, Path(f"{big}-wal"), Path(f"{big}-shm")):
-        p.unlink(missing_ok=True)
-    targets.append(("sqlite", str(big), big))
-    if args.postgres and not args.sqlite_only:
-        import psycopg
+    targets: list[tuple[str, str, Path | None]] = [("sqlite", str(big), big)]
+    if args.reuse:          # the stores a previous run built (and did not prune): measure them again
+        if not big.exists():
+            sys.exit(f"--reuse: no {big}")
+        if args.postgres and not args.sqlite_only:
+            targets.append(("postgresql", args.postgres, None))
+        report |= {backend: {} for backend, _, _ in targets}
+    else:
+        print(f"seeding: tether eval c4 in {folder}", file=sys.stderr)
+        template = Template(seed(folder))
+        report["seed"] = {"runs": len(template.runs), "eval": template.eval_id}
+        now = time.time()
+        for p in (big, Path(f"{big}-wal"), Path(f"{big}-shm")):
+            p.unlink(missing_ok=True)
+        if args.postgres and not args.sqlite_only:
+            import psycopg
 
-        schema = f"scale_{os.getpid()}"
-        with psycopg.connect(args.postgres, autocommit=True) as con:
-            con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            con.execute(f"CREATE SCHEMA {schema}")
-        sep = "&" if "?" in args.postgres else "?"
-        targets.append(("postgresql", f"{args.postgres}{sep}options=-csearch_path%3D{schema}", None))
-    for backend, where, path in targets:
-        print(f"{backend}: building {args.runs:,} runs", file=sys.stderr)
-        store = open_store(where)
-        made, took = build(store, template, args.runs, now)
-        if backend == "postgresql":
-            store._db.execute("ANALYZE")        # fresh statistics, as autovacuum would give them
-        store.close()
-        print(f"{backend}: measuring", file=sys.stderr)
-        numbers = {"load average": load_average()}
-        numbers |= measure(where, path)
-        numbers["build"] = took
-        numbers |= prune_and_vacuum(where)
-        report[backend] = numbers
-        print(json.dumps({backend: numbers}, indent=2), file=sys.stderr)
+            schema = f"scale_{os.getpid()}"
+            with psycopg.connect(args.postgres, autocommit=True) as con:
+                con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                con.execute(f"CREATE SCHEMA {schema}")
+            sep = "&" if "?" in args.postgres else "?"
+            targets.append(("postgresql", f"{args.postgres}{sep}options=-csearch_path%3D{schema}", None))
+        for backend, where, path in targets:
+            print(f"{backend}: building {args.runs:,} runs", file=sys.stderr)
+            store = open_store(where)
+            made, took = build(store, template, args.runs, now)
+            if backend == "postgresql":
+                store._db.execute("ANALYZE")        # fresh statistics, as autovacuum would give them
+            store.close()
+            report[backend] = {"build": took}
+    print(f"measuring, {args.repeat} times each, the backends taking turns", file=sys.stderr)
+    report["load average"] = os.getloadavg()
+    for backend, numbers in measure(targets, args.repeat).items():
+        report[backend] |= numbers
+    report["load average after"] = os.getloadavg()
+    if not args.reuse and not args.no_prune:
+        for backend, where, _ in targets:
+            report[backend] |= prune_and_vacuum(where)
+    print(json.dumps(report, indent=2), file=sys.stderr)
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -292,16 +331,22 @@ def main() -> None:
 def print_table(report: dict[str, Any]) -> None:
     backends = [b for b in ("sqlite", "postgresql") if b in report]
     first = report[backends[0]]
-    print(f"\n{first['runs']:,} runs, {first['evals']:,} evals (copies of one `tether eval c4`: "
-          f"{report['seed']['runs']} runs); python start-up {report['python start-up (tether --help)']:.2f} s\n")
-    print("wall-clock seconds, median of 3; in parentheses the CPU time of the tether process (for PostgreSQL "
-          "the server's own CPU is not in it)\n")
-    print("| | " + " | ".join(backends) + " |")
-    print("|---|" + "---:|" * len(backends))
-    keys = ["runs list", "runs show RUN", "runs list --eval ID", "stats", "viewer index (server)",
-            "viewer eval page (server)", "cold first command (process)", "build", "prune", "vacuum",
-            "check (full scan)"]
+    seed = f" (copies of one `tether eval c4`: {report['seed']['runs']} runs)" if "seed" in report else ""
+    print(f"\n{first['runs']:,} runs, {first['evals']:,} evals{seed}; python start-up "
+          f"{report['python start-up (tether --help)']:.2f} s; load average (1, 5, 15 min) "
+          + ", ".join(f"{x:.2f}" for x in report["load average"]) + " at the start, "
+          + ", ".join(f"{x:.2f}" for x in report["load average after"]) + " after the timings\n")
+    print(f"wall-clock seconds, median of {report['repeat']}, the backends taking turns; in parentheses the CPU "
+          "time of the tether process (for PostgreSQL the server's own CPU is not in it)\n")
+    ratio = len(backends) == 2
+    print("| | " + " | ".join(backends) + (" | PostgreSQL / SQLite |" if ratio else " |"))
+    print("|---|" + "---:|" * (len(backends) + ratio))
+    keys = ["runs list", "runs list --eval ID", "runs show RUN", "stats", "viewer index (server)",
+            "viewer eval page (server)", "runs list, as a process", "runs list --eval ID, as a process",
+            "cold first command (process)", "build", "prune", "vacuum", "check (full scan)"]
     for key in keys:
+        if not any(key in report[b] for b in backends):
+            continue
         cells = []
         for b in backends:
             if key not in report[b]:
@@ -309,13 +354,17 @@ def print_table(report: dict[str, Any]) -> None:
                 continue
             cpu = report[b].get("cpu", {}).get(key)
             cells.append(f"{report[b][key]:.3f} s" + (f" (cpu {cpu:.3f} s)" if cpu is not None else ""))
+        if ratio:
+            both = [report[b].get(key) for b in backends]
+            cells.append(f"{both[1] / both[0]:.2f}x" if None not in both and both[0] else "-")
         print(f"| {key} | " + " | ".join(cells) + " |")
-    print("| load average (1 min) at the start | " + " | ".join(f"{report[b]['load average']:.1f}"
-                                                               for b in backends) + " |")
     for key in ("size before", "size after"):
-        print(f"| {key} | " + " | ".join(f"{report[b][key] / 2**20:,.0f} MiB" for b in backends) + " |")
+        if all(key in report[b] for b in backends):
+            print(f"| {key} | " + " | ".join(f"{report[b][key] / 2**20:,.0f} MiB" for b in backends)
+                  + (" | |" if ratio else " |"))
     for key in ("runs before", "runs after"):
-        print(f"| {key} | " + " | ".join(f"{report[b][key]:,}" for b in backends) + " |")
+        if all(key in report[b] for b in backends):
+            print(f"| {key} | " + " | ".join(f"{report[b][key]:,}" for b in backends) + (" | |" if ratio else " |"))
 
 
 if __name__ == "__main__":

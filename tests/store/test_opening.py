@@ -126,3 +126,19 @@ def test_one_damaged_row_is_reported_and_left_out_of_the_listing(store_with_runs
     assert "run 'r1': its meta column is not JSON; left out" in res.output
     shown = _invoke("runs", "show", "r1", "--store", str(store_with_runs))
     assert shown.exit_code == 2 and "r1" in shown.output and "damaged" in shown.output
+
+
+@pytest.mark.parametrize("command", [("runs", "list"), ("runs", "show", "r1"), ("runs", "evals"), ("stats",),
+                                     ("store", "info"), ("store", "check")])
+def test_a_read_leaves_an_empty_file_alone(command, tmp_path):
+    """A command that only reads does not turn an empty file into a store: one line naming it, exit 2,
+    the file still empty; a command that records a run makes the store there."""
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    res = _invoke(*command, "--store", str(empty))
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert f"store {empty} is an empty file, not a tether store" in " ".join(res.output.split())
+    assert len(res.output.strip().splitlines()) <= 3           # one message (wrapped at most)
+    assert empty.read_bytes() == b"" and not (tmp_path / "empty.db-wal").exists()
+    assert _invoke("run", "C4-LD-01", "--run-id", "w1", "--store", str(empty)).exit_code == 0
+    assert [r["run_id"] for r in SQLiteStore(empty, read_only=True).list_runs()] == ["w1"]

@@ -233,3 +233,134 @@ def test_guard_check_reads_every_run_of_either_backend(filled):
     assert loop and all(row["runs"] >= 1 for row in loop)
     for row in loop:
         assert row["rule"] in table.output
+
+
+def test_a_listing_page_is_the_runs_with_their_counts_and_the_capped_total(filled):
+    """`run_page` (what `runs list` reads: one round trip on PostgreSQL) equals list_runs + count_runs,
+    with each run's checkpoints and approvals waiting, on both backends."""
+    db = open_store(filled)
+    db.create_approval("ap-page", "pa-2", "pay", {"n": 1}, "d", "why")
+    runs, total = db.run_page(3, upto=4)
+    assert [r["run_id"] for r in runs] == [r["run_id"] for r in db.list_runs(3)] and total == 5
+    for r in runs:
+        assert r["checkpoints"] == db.checkpoint_count(r["run_id"])
+        assert r["approvals_waiting"] == (1 if r["run_id"] == "pa-2" else 0)
+    assert any(r["checkpoints"] for r in db.run_page(10)[0])        # the runs took checkpoints
+    cursor = db.run_cursor(runs[-1]["run_id"])
+    older, total = db.run_page(10, before=cursor, model="policy:st*", upto=10)
+    assert [r["run_id"] for r in older] == [r["run_id"] for r in db.list_runs(10, before=cursor, model="policy:st*")]
+    assert total == db.count_runs(model="policy:st*") == 4
+    assert db.run_page(10, eval_id="nosuch") == ([], 0)
+
+
+def _set_version(url: str, backend: str, version: int) -> None:
+    if backend == "sqlite":
+        con = sqlite3.connect(url)
+        con.execute(f"PRAGMA user_version={version}")
+        con.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("UPDATE tether_schema SET version = %s", (version,))
+
+
+def test_a_store_from_a_newer_tether_is_refused_before_any_read_or_write(filled, backend):
+    """PostgreSQL checks the schema version on a connection's first statement (a read rides in the same
+    round trip; a write waits for it): a newer store is refused on a read, and a write never reaches it."""
+    from tether.errors import UsageError
+
+    _set_version(filled, backend, 99)
+    for read in (lambda db: db.run_page(10), lambda db: db.get_run("pa-1"), lambda db: db.info()):
+        with pytest.raises(UsageError, match="newer than this tether"):
+            read(open_store(filled, read_only=True))
+    with pytest.raises(UsageError, match="newer than this tether"):
+        open_store(filled).create_run("late", model="m")
+    res = invoke("runs", "list", "--store", filled)
+    assert res.exit_code == 2 and "newer than this tether" in res.output and "Traceback" not in res.output
+    from tether.store import postgres, sqlite
+
+    _set_version(filled, backend, (postgres if backend == "postgresql" else sqlite).SCHEMA_VERSION)
+    db = open_store(filled)
+    assert db.get_run("late") is None and db.count_runs() == len(RUNS)
+
+
+def test_an_empty_postgresql_schema_is_refused_by_a_read_and_made_by_a_write(new_store_url):
+    from tether.errors import UsageError
+
+    url = new_store_url("postgresql")
+    with pytest.raises(UsageError, match="holds no tether store yet"):
+        open_store(url, read_only=True).run_page(10)
+    res = invoke("runs", "list", "--store", url)
+    assert res.exit_code == 2 and "holds no tether store yet" in res.output
+    assert open_store(url).run_page(10) == ([], 0)          # a store that may write makes its tables on a read
+    db = open_store(url)
+    db.create_run("first", model="m")
+    assert [r["run_id"] for r in open_store(url, read_only=True).run_page(10)[0]] == ["first"]
+
+
+def test_store_commands_take_the_store_as_an_argument_too(filled, tmp_path):
+    """`tether store check my.db` as well as `--store my.db` (info, check, prune, vacuum), on both backends;
+    the store named twice differently is an error; upkeep never makes a store of an empty or missing file."""
+    info = invoke("store", "info", filled, "--format", "json")
+    assert info.exit_code == 0 and '"runs": 5' in info.output, info.output
+    assert invoke("store", "info", "--store", filled, "--format", "json").output == info.output
+    assert invoke("store", "check", filled).exit_code == 0
+    pruned = invoke("store", "prune", filled, "--older-than", "2000-01-01")
+    assert pruned.exit_code == 0 and "pruned 0 run(s)" in pruned.output, pruned.output
+    assert invoke("store", "vacuum", filled).exit_code == 0
+    twice = invoke("store", "check", filled, "--store", str(tmp_path / "other.db"))
+    assert twice.exit_code == 2 and "named twice" in twice.output
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for args in (("vacuum", str(empty)), ("prune", str(empty), "--older-than", "1d"),
+                 ("vacuum", str(tmp_path / "missing.db"))):
+        res = invoke("store", *args)
+        assert res.exit_code == 2 and ("nothing to" in res.output or "no such file" in res.output), res.output
+    assert empty.read_bytes() == b"" and not (tmp_path / "missing.db").exists()
+
+
+def test_a_postgresql_store_of_schema_1_is_read_as_it_is_and_upgraded_by_a_writer(new_store_url):
+    """Schema 2 added an index (an eval-id glob's prefix): a read-only command reads a schema-1 store as it
+    is; the next command that may write adds the index and the version."""
+    import psycopg
+
+    url = new_store_url("postgresql")
+    fill(url)
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("DROP INDEX runs_by_eval_pattern")
+        con.execute("UPDATE tether_schema SET version = 1")
+    assert len(open_store(url, read_only=True).run_page(10)[0]) == len(RUNS)
+
+    def state():
+        with psycopg.connect(url, autocommit=True) as con:
+            return (con.execute("SELECT version FROM tether_schema").fetchall(),
+                    con.execute("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'runs_by_eval_pattern' "
+                                "AND schemaname = current_schema()").fetchone()[0])
+    assert state() == ([(1,)], 0)
+    assert len(open_store(url).list_runs(10)) == len(RUNS)
+    assert state() == ([(2,)], 1)
+
+
+@pytest.mark.parametrize("recent", [2, 2000])
+def test_a_glob_listing_is_the_newest_matches_wherever_they_are(filled, monkeypatch, recent):
+    """A glob's page is looked for among the newest runs, then among every match: the same page as
+    filtering every run by hand, on both backends, for a common and a rare match, with a cursor."""
+    import fnmatch
+
+    from tether.store import queries
+
+    monkeypatch.setattr(queries, "RECENT", recent)
+    db = open_store(filled, read_only=True)
+    every = db.list_runs(100)
+    for model in ("policy:st*", "policy:q*", "policy:s?eady", "*:stubborn", "nosuch*"):
+        want = [r["run_id"] for r in every if fnmatch.fnmatchcase(r["model"], model)]
+        for limit in (1, 2, 10):
+            page, total = db.run_page(limit, model=model, upto=100)
+            assert [r["run_id"] for r in page] == want[:limit] and total == len(want), (model, limit)
+            assert [r["run_id"] for r in db.list_runs(limit, model=model)] == want[:limit]
+        if want:
+            cursor = db.run_cursor(want[0])
+            assert [r["run_id"] for r in db.run_page(10, model=model, before=cursor)[0]] == want[1:]
+    out = invoke("runs", "list", "--model", "policy:q*", "--store", filled).output
+    assert "pa-2" in out and "1 run(s)" in out

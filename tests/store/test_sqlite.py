@@ -131,7 +131,9 @@ def test_list_count_and_filter_runs(tmp_path):
     store.save_checkpoint("r2", 1, "before_model", 0, {})
     assert store.get_run("r2")["updated"] > before                  # a checkpoint is activity
     store.create_approval("ap-1", "r2", "pay", {}, "d", "why")
-    assert store.run_counts(["r2", "r3"]) == {"r2": (1, 1), "r3": (0, 0)}
+    runs, total = store.run_page(2, upto=2, eval_id=None)
+    assert total == 3 and [(r["run_id"], r["checkpoints"], r["approvals_waiting"]) for r in runs] == \
+        [("r3", 0, 0), ("r2", 1, 1)]
 
 
 def test_events_are_chunks_that_truncate_and_migrate(tmp_path):

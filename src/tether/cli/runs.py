@@ -64,26 +64,24 @@ def list_runs(
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
         db = open_store(store, read_only=True)
-        cursor = None
-        if before is not None:
-            cursor = db.run_cursor(before)
-            if cursor is None:
-                raise UsageError(f"--before {before!r}: no such run in {db.where} (tether runs list)")
-        runs = db.list_runs(limit + 1, before=cursor, **filters)
+        try:
+            cursor = None
+            if before is not None:
+                cursor = db.run_cursor(before)
+                if cursor is None:
+                    raise UsageError(f"--before {before!r}: no such run in {db.where} (tether runs list)")
+            runs, total = db.run_page(limit + 1, before=cursor, upto=_COUNT_UPTO, **filters)   # one round trip
+        finally:
+            db.close()          # before printing: a server's process for this connection ends meanwhile
         more = len(runs) > limit
         runs = runs[:limit]
-        total = db.count_runs(upto=_COUNT_UPTO, **filters)
     said = ", ".join(f"{k.removesuffix('_id')} {v}" for k, v in filters.items() if v is not None)
     for why in db.skipped:
         err_console.print(f"warning: store {db.path}: {why}", highlight=False, soft_wrap=True)
-    counts = db.run_counts([r["run_id"] for r in runs])
-    rows = []
-    for r in runs:
-        ckpts, waiting = counts.get(r["run_id"], (0, 0))
-        rows.append({"run": r["run_id"], "kind": r["kind"], "status": r["status"], "error_kind": r.get("error_kind"),
-                     "eval": r["eval_id"], "trial": r["trial"] if r["eval_id"] else None, "case": r["case_id"],
-                     "model": _model(r), "guards": r["guards"], "updated": _iso(r["updated"]),
-                     "checkpoints": ckpts, "approvals_waiting": waiting})
+    rows = [{"run": r["run_id"], "kind": r["kind"], "status": r["status"], "error_kind": r.get("error_kind"),
+             "eval": r["eval_id"], "trial": r["trial"] if r["eval_id"] else None, "case": r["case_id"],
+             "model": _model(r), "guards": r["guards"], "updated": _iso(r["updated"]),
+             "checkpoints": int(r["checkpoints"]), "approvals_waiting": int(r["approvals_waiting"])} for r in runs]
     listed = len(runs) + len(db.skipped)
     of = f"more than {_COUNT_UPTO:,}" if total > _COUNT_UPTO else f"{total}"
     shown = f"{len(runs)} of {of} run(s)" if total > listed or before else f"{len(runs)} run(s)"

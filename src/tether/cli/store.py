@@ -23,6 +23,15 @@ app = typer.Typer(
 )
 StoreOpt = Annotated[Optional[str], typer.Option(help="the store: a file or a postgresql:// URL "
                                                       "(default $TETHER_STORE or .tether/tether.db)")]
+StoreArg = Annotated[Optional[str], typer.Argument(metavar="STORE", show_default=False,
+                                                   help="the store, as --store gives it (either one)")]
+
+
+def _which(path: str | None, store: str | None) -> str | None:
+    """The store a command names: positionally (tether store check my.db) or with --store."""
+    if path is not None and store is not None and path != store:
+        raise UsageError(f"the store is named twice ({path} and --store {store}): give it once")
+    return path if path is not None else store
 
 
 def _when(ts: float | None) -> str:
@@ -50,11 +59,11 @@ def _older_than(text: str) -> float:
 
 @app.command("info", help="The store's backend, size, runs and evals, and its oldest and newest run.\n\n"
                           "Example:\n\n  tether store info --store runs.db")
-def info_command(store: StoreOpt = None, fmt: FormatOpt = None) -> None:
+def info_command(path: StoreArg = None, store: StoreOpt = None, fmt: FormatOpt = None) -> None:
     from ..store import open_store
 
     with user_errors():
-        i = open_store(store, read_only=True).info()
+        i = open_store(_which(path, store), read_only=True).info()
     shown = {"where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": _size(i["size"]),
              "runs": i["runs"], "evals": i["evals"], "oldest": _when(i["oldest"]), "newest": _when(i["newest"])}
     doc = {"kind": "store", "where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": i["size"],
@@ -71,12 +80,12 @@ def _iso(ts: float | None) -> str | None:
                            "a store only checks its header and schema), every row of a PostgreSQL store. Exit 0: "
                            "sound; exit 2: damaged, with what is wrong and how to recover.\n\n"
                            "Example:\n\n  tether store check --store runs.db")
-def check_command(store: StoreOpt = None) -> None:
+def check_command(path: StoreArg = None, store: StoreOpt = None) -> None:
     from ..store import open_store
     from ..store.opening import StoreError, recovery
 
     with user_errors():
-        db = open_store(store, read_only=True)
+        db = open_store(_which(path, store), read_only=True)
         started = time.perf_counter()
         problems = db.check()
         if problems:
@@ -95,13 +104,16 @@ def prune_command(
     older_than: Annotated[str, typer.Option("--older-than", help="an age (90d, 12h, 30m) or a date (2026-01-31)")],
     keep_evals: Annotated[Optional[List[str]], typer.Option("--keep-evals", help="keep this eval and its runs "
                                                                                   "(a glob; repeatable)")] = None,
+    path: StoreArg = None,
     store: StoreOpt = None,
 ) -> None:
     from ..store import open_store
 
     with user_errors():
         cutoff = _older_than(older_than)
-        db = open_store(store)
+        where = _which(path, store)
+        _an_existing_store(where, "prune")       # upkeep: never makes a store where there was none
+        db = open_store(where)
         done = db.prune(cutoff, tuple(keep_evals or ()))
         left = db.info()
     console.print(f"pruned {done['runs']} run(s) and {done['evals']} eval(s) created before {_when(cutoff)} from "
@@ -112,11 +124,13 @@ def prune_command(
 @app.command("vacuum", help="Rewrite the store compactly, giving the space of deleted rows back (SQLite VACUUM; "
                             "PostgreSQL VACUUM FULL). Takes a write lock for as long as it runs.\n\n"
                             "Example:\n\n  tether store vacuum --store runs.db")
-def vacuum_command(store: StoreOpt = None) -> None:
+def vacuum_command(path: StoreArg = None, store: StoreOpt = None) -> None:
     from ..store import open_store
 
     with user_errors():
-        db = open_store(store)
+        where = _which(path, store)
+        _an_existing_store(where, "vacuum")      # upkeep: never makes a store where there was none
+        db = open_store(where)
         before = db.info()["size"]
         db.vacuum()
         after = db.info()["size"]
@@ -137,7 +151,7 @@ def copy_command(
     from ..store.copy import copy_store
 
     with user_errors():
-        _an_existing_store(src)          # a copy reads its source: never make a store where there was none
+        _an_existing_store(src, "copy from")   # a copy reads its source: never make a store where there was none
         source = open_store(src, read_only=True)
         target = open_store(dst)
         started = time.perf_counter()
@@ -147,21 +161,19 @@ def copy_command(
                   + f" ({time.perf_counter() - started:.1f} s)", highlight=False, soft_wrap=True)
 
 
-def _an_existing_store(where: str) -> None:
-    """A file source must already be an SQLite file (opening an empty or missing one
-    would create a store there); a URL is checked by its backend."""
-    from pathlib import Path
+def _an_existing_store(where: str | None, doing: str) -> None:
+    """A store file a command upkeeps or copies from must already be an SQLite file (opening an
+    empty or missing one would create a store there); a URL is checked by its backend."""
+    from ..store.connect import store_spec
 
-    from ..errors import UsageError
-
-    if "://" in where:
+    spec = store_spec(where)
+    if isinstance(spec, str):
         return
-    path = Path(where)
-    if not path.is_file():
-        raise UsageError(f"store {where}: no such file to copy from")
-    with path.open("rb") as f:
+    if not spec.is_file():
+        raise UsageError(f"store {spec}: no such file to {doing}")
+    with spec.open("rb") as f:
         head = f.read(16)
     if head != b"SQLite format 3\x00":
-        raise UsageError(f"store {where} is not a tether store ({'an empty file' if not head else 'not an SQLite file'}); "
-                         "nothing was copied")
+        raise UsageError(f"store {spec} is not a tether store ({'an empty file' if not head else 'not an SQLite file'}); "
+                         f"nothing to {doing}")
 

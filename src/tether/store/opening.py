@@ -2,7 +2,9 @@
 
 - A directory, a device (``/dev/null``) or a pipe given as the store is a
   :class:`StoreError` naming it; so is a non-empty file that is not SQLite
-  (its first 16 bytes are not ``SQLite format 3\\0``).
+  (its first 16 bytes are not ``SQLite format 3\\0``), and an empty file given
+  to a command that only reads (it is left as it is: only a command that
+  writes makes a store in it).
 - A store that cannot be written (the file, or the folder its WAL files go
   in, is read-only) is opened read-only when the caller only reads
   (``mode=ro``; ``immutable=1`` when even the WAL index cannot be made), and
@@ -53,7 +55,7 @@ def _writable(path: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-def _check_path(path: Path) -> None:
+def _check_path(path: Path, read_only: bool = False) -> None:
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -66,6 +68,11 @@ def _check_path(path: Path) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise StoreError(f"store {path} is not a regular file (a device or a pipe); give a file for the store")
     if info.st_size == 0:
+        wal = Path(f"{path}-wal")
+        if read_only and not (wal.exists() and wal.stat().st_size):      # (a store just made lives in its WAL)
+            raise StoreError(f"store {path} is an empty file, not a tether store; this command only reads and "
+                             "leaves it as it is (a command that records runs, such as tether run or tether eval, "
+                             "makes a store in it), or give another --store")
         return
     try:
         with path.open("rb") as fh:
@@ -116,7 +123,7 @@ def connect(path: Path, *, read_only: bool) -> tuple[sqlite3.Connection, bool]:
     if str(path) == ":memory:":
         return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None), False
     LAST_OPENED.append(path)
-    _check_path(path)
+    _check_path(path, read_only)
     if _writable(path) or not path.exists():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,10 @@ as the embedded SQLite store (see :mod:`tether.store.protocol`):
 - the ledger's intent is ``INSERT ... ON CONFLICT DO NOTHING``.
 
 The schema carries a version (table ``tether_schema``); a newer one is refused.
+The version is checked on a connection's first statement, in the same round trip
+(a read goes in one pipeline behind the check; a write waits for it). A command
+pays one new connection (a server process starts) and then, for a listing, one
+round trip: the reads a page needs go in one pipeline.
 A password in the URL is never shown: messages and results name the store by
 its URL without it (give the password with ``PGPASSWORD`` or ``~/.pgpass`` to
 reopen a store a results file names).
@@ -35,9 +39,9 @@ import orjson
 from . import _delta
 from .connect import redact
 from .opening import StoreError
-from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where
+from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where, runs_select
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2          # 2: runs_by_eval_pattern (an eval-id glob's prefix finds its runs by index)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tether_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -49,6 +53,7 @@ CREATE TABLE IF NOT EXISTS runs (
     looped INTEGER, invented INTEGER, hitl INTEGER);
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created, run_id);
 CREATE INDEX IF NOT EXISTS runs_by_eval_created ON runs (eval_id, created, run_id);
+CREATE INDEX IF NOT EXISTS runs_by_eval_pattern ON runs (eval_id text_pattern_ops, created, run_id);
 CREATE INDEX IF NOT EXISTS runs_metrics ON runs (kind, status, created, steps, looped, invented, hitl, cost, tokens);
 CREATE TABLE IF NOT EXISTS evals (
     eval_id TEXT PRIMARY KEY, created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL,
@@ -112,13 +117,13 @@ class PostgresStore:
         self._lock = threading.RLock()
         self._chains: dict[str, Any] = {}
         self._errors = psycopg.errors
+        self._ready = False           # the schema was checked (on the first statement: see _reads)
+        self._pipelines = psycopg.Pipeline.is_supported()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10,
                                        application_name="tether")
         except psycopg.Error as exc:
             raise StoreError(f"store {self.where} cannot be reached: {' '.join(str(exc).split())[:300]}") from None
-        with self._checked():
-            self._migrate()
 
     @property
     def where(self) -> str:
@@ -135,10 +140,17 @@ class PostgresStore:
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreError(f"store {self.where} cannot be used: {' '.join(str(exc).split())[:300]}") from None
 
+    def _schema_checked(self) -> None:
+        """Before a connection's first write (or a dump): the schema checked, the tables made. A write
+        never rides behind the check in one round trip: it must not run against a newer schema."""
+        if not self._ready:
+            self._migrate()
+            self._ready = True
+
     def _migrate(self) -> None:
         psycopg = _psycopg()
         try:
-            version = self._db.execute("SELECT MAX(version) FROM tether_schema").fetchone()[0]
+            version = _newest(self._db.execute(_VERSION).fetchall())
         except psycopg.errors.UndefinedTable:
             version = None
         if version == SCHEMA_VERSION:
@@ -147,14 +159,16 @@ class PostgresStore:
             raise StoreError(f"store {self.where} has schema version {version}, newer than this tether "
                              f"({SCHEMA_VERSION}); upgrade tether or use another --store")
         if self.read_only:
+            if version is not None:        # an older store reads as it is (it lacks indexes, not tables or columns)
+                return
             raise StoreError(f"store {self.where} holds no tether store yet (run something into it first)")
-        with self._db.transaction():
+        with self._db.transaction():       # make the tables, or add what an older store lacks: idempotent
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
-            if self._db.execute("SELECT COUNT(*) FROM tether_schema").fetchone()[0] == 0:
-                self._db.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+            self._db.execute("DELETE FROM tether_schema")
+            self._db.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
 
     def close(self) -> None:
         with self._lock:
@@ -168,24 +182,52 @@ class PostgresStore:
             except Exception:              # noqa: BLE001 - the interpreter may be shutting down
                 pass
 
-    def _q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+    def _reads(self, *queries: tuple[str, tuple | list]) -> list[tuple[list[str], list[tuple]]]:
+        """(column names, rows) of each read query (``?`` placeholders), all in one round trip (a
+        pipeline). On the connection's first statement the schema check goes in front of them, in
+        the same round trip: a store that is not there yet, older or newer is then handled by
+        :meth:`_migrate` (made, or refused naming why) and the reads are sent again."""
         with self._lock, self._checked():
-            cur = self._db.execute(pg(sql), tuple(params))
-            return cur.fetchall() if cur.description else []
+            if self._ready:
+                return self._send(queries)
+            try:
+                found = self._send(((_VERSION, ()), *queries))
+                version = _newest(found.pop(0)[1])
+            except self._errors.UndefinedTable:       # no tether_schema (or a read's table is missing: see below)
+                version = found = None
+            if version != SCHEMA_VERSION:
+                self._migrate()                      # refuses a newer or absent store, or makes the tables
+                found = self._send(queries)          # (a table still missing now raises: a damaged store)
+            self._ready = True
+            return found
+
+    def _send(self, queries: tuple[tuple[str, Any], ...]) -> list[tuple[list[str], list[tuple]]]:
+        db = self._db
+        if len(queries) == 1 or not self._pipelines:
+            cursors = [db.execute(pg(sql), tuple(params)) for sql, params in queries]
+        else:
+            with db.pipeline():                      # one round trip: every statement, then (leaving) a sync
+                cursors = [db.execute(pg(sql), tuple(params)) for sql, params in queries]
+        return [([c.name for c in cur.description], cur.fetchall()) if cur.description else ([], [])
+                for cur in cursors]
+
+    def _q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        return self._reads((sql, params))[0][1]
 
     def _d(self, sql: str, params: tuple | list = ()) -> list[dict]:
-        with self._lock, self._checked():
-            cur = self._db.execute(pg(sql), tuple(params))
-            names = [c.name for c in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+        names, rows = self._reads((sql, params))[0]
+        return [dict(zip(names, row)) for row in rows]
 
     def _change(self, sql: str, params: tuple) -> int:
         with self._lock, self._checked():
+            self._schema_checked()
             return self._db.execute(pg(sql), params).rowcount
 
     @contextmanager
     def _tx(self, *locks: str) -> Iterator[Any]:
         """A transaction holding advisory locks on ``locks`` (names) until it ends."""
+        with self._lock, self._checked():
+            self._schema_checked()
         with self._lock, self._checked(), self._db.transaction():
             for name in locks:
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_key(name),))
@@ -236,17 +278,11 @@ class PostgresStore:
                   case_id: str | None = None, status: str | None = None, kind: str | None = None,
                   since: float | None = None, before: tuple[float, str] | None = None,
                   q: str | None = None) -> list[dict]:
-        from .sqlite import _run
+        from .queries import read_page
 
-        where, params = run_where("postgresql", eval_id=eval_id, model=model, case_id=case_id, status=status,
-                                  kind=kind, since=since, before=before, q=q)
-        runs = []
-        for r in self._d(_SELECT_RUNS + where + " ORDER BY created DESC, run_id DESC LIMIT ?", (*params, limit)):
-            try:
-                runs.append(_run(r))
-            except ValueError as exc:
-                self.skipped.append(f"run {r['run_id']!r}: {exc}; left out")
-        return runs
+        rows, _ = read_page(self._fetch, "postgresql", limit, before=before, counts=False, eval_id=eval_id,
+                            model=model, case_id=case_id, status=status, kind=kind, since=since, q=q)
+        return self._page(rows)
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
@@ -256,15 +292,26 @@ class PostgresStore:
         sql, args = capped_count(where, params, upto)
         return int(self._q(sql, args)[0][0])
 
-    def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
-        ids = list(run_ids)
-        counts: dict[str, list[int]] = {rid: [0, 0] for rid in ids}
-        # one round trip for both counts: each query on a fresh connection pays for its plan
-        for kind, rid, n in self._q("SELECT 0, run_id, COUNT(*) FROM checkpoints WHERE run_id = ANY(?) GROUP BY run_id "
-                                    "UNION ALL SELECT 1, run_id, COUNT(*) FROM approvals WHERE run_id = ANY(?) "
-                                    "AND status='pending' GROUP BY run_id", (ids, ids)):
-            counts[rid][kind] = int(n)
-        return {rid: (c[0], c[1]) for rid, c in counts.items()}
+    def run_page(self, limit: int = 50, *, before: tuple[float, str] | None = None, upto: int | None = None,
+                 **filters: Any) -> tuple[list[dict], int]:
+        from .queries import read_page
+
+        rows, total = read_page(self._fetch, "postgresql", limit, before=before, count=True, upto=upto, **filters)
+        return self._page(rows), int(total or 0)          # (the page and its count: one round trip)
+
+    def _fetch(self, *queries: tuple[str, tuple]) -> list[list[dict]]:
+        return [[dict(zip(names, row)) for row in rows] for names, rows in self._reads(*queries)]
+
+    def _page(self, rows: list[dict]) -> list[dict]:
+        from .sqlite import _run
+
+        runs = []
+        for r in rows:
+            try:
+                runs.append(_run(r))
+            except ValueError as exc:
+                self.skipped.append(f"run {r['run_id']!r}: {exc}; left out")
+        return runs
 
     def run_cursor(self, run_id: str) -> tuple[float, str] | None:
         rows = self._q("SELECT created, run_id FROM runs WHERE run_id=?", (run_id,))
@@ -506,9 +553,9 @@ class PostgresStore:
 
     # -- upkeep (tether store ...) ----------------------------------------------------------------
     def info(self) -> dict:
-        size = self._q("SELECT " + " + ".join(f"pg_total_relation_size('{t}')" for t in TABLES))[0][0]
-        runs, oldest, newest = self._q("SELECT COUNT(*), MIN(created), MAX(created) FROM runs")[0]
-        evals = self._q("SELECT COUNT(*) FROM evals")[0][0]
+        (_, [(size,)]), (_, [(runs, oldest, newest)]), (_, [(evals,)]) = self._reads(
+            ("SELECT " + " + ".join(f"pg_total_relation_size('{t}')" for t in TABLES), ()),
+            ("SELECT COUNT(*), MIN(created), MAX(created) FROM runs", ()), ("SELECT COUNT(*) FROM evals", ()))
         return {"backend": self.backend, "where": self.where, "size": int(size), "runs": int(runs),
                 "evals": int(evals), "oldest": oldest, "newest": newest, "schema": SCHEMA_VERSION}
 
@@ -529,6 +576,7 @@ class PostgresStore:
 
     def vacuum(self) -> None:
         with self._lock, self._checked():
+            self._schema_checked()
             for table in TABLES:
                 self._db.execute(f"VACUUM (FULL, ANALYZE) {table}")
 
@@ -547,6 +595,8 @@ class PostgresStore:
 
     def dump(self, table: str, batch: int = 1000) -> Iterator[list[tuple]]:
         psycopg = _psycopg()
+        with self._lock, self._checked():
+            self._schema_checked()               # (a read-only store that is not there is refused here)
         con = psycopg.connect(self.url)          # a connection of its own: a server-side cursor needs a transaction
         try:
             with con.transaction(), con.cursor(name=f"tether_dump_{table}") as cur:
@@ -557,14 +607,20 @@ class PostgresStore:
             con.close()
 
     def load(self, table: str, rows: list[tuple]) -> None:
+        with self._lock, self._checked():
+            self._schema_checked()
         with self._lock, self._checked(), self._db.transaction():
             with self._db.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(TABLES[table])}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
 
 
-_SELECT_RUNS = ("SELECT *, GREATEST(updated, COALESCE((SELECT c.created FROM checkpoints c WHERE c.run_id = runs.run_id "
-                "ORDER BY c.n DESC LIMIT 1), 0)) AS last_active FROM runs")
+_SELECT_RUNS = runs_select("postgresql")
+_VERSION = "SELECT version FROM tether_schema"     # one row (no aggregate: a new connection plans it for less)
+
+
+def _newest(rows: list[tuple]) -> int | None:
+    return max((int(v) for (v,) in rows), default=None)
 _INSERT_CHUNK = ("INSERT INTO events (run_id, seq, last, events) SELECT %s, %s, %s, %s WHERE "
                  "COALESCE((SELECT last FROM events WHERE run_id=%s ORDER BY seq DESC LIMIT 1), -1) < %s")
 _INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_count, state, created, base) "

@@ -97,6 +97,79 @@ def run_where(dialect: str, *, since: float | None = None, before: tuple[float, 
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
+# what a listing shows of a run (not its reply, reason or metrics: a page reads and sends less)
+LISTED = ("run_id", "created", "updated", "status", "model", "case_id", "meta", "kind", "eval_id", "trial", "guards",
+          "error_kind")
+
+
+def runs_select(dialect: str, *, counts: bool = False) -> str:
+    """``SELECT ... FROM runs``: every column and ``last_active`` (the later of
+    the run's update and its last checkpoint); with ``counts``, a listing's columns (:data:`LISTED`),
+    ``last_active``, and the run's ``checkpoints`` and ``approvals_waiting`` (two index lookups a run)."""
+    greatest = "MAX" if dialect == "sqlite" else "GREATEST"
+    sql = (f"SELECT {', '.join(LISTED) if counts else '*'}, {greatest}(updated, COALESCE((SELECT c.created FROM "
+           "checkpoints c WHERE c.run_id = runs.run_id ORDER BY c.n DESC LIMIT 1), 0)) AS last_active")
+    if counts:
+        sql += (", (SELECT COUNT(*) FROM checkpoints c WHERE c.run_id = runs.run_id) AS checkpoints, "
+                "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = runs.run_id AND a.status = 'pending') "
+                "AS approvals_waiting")
+    return sql + " FROM runs"
+
+
+RECENT = 2_000          # a glob's page is looked for first among this many of the newest runs
+_NEWEST = " ORDER BY created DESC, run_id DESC LIMIT ?"
+
+
+def page_sql(dialect: str, limit: int, *, before: tuple[float, str] | None = None, counts: bool = True,
+             how: str = "plain", **filters: Any) -> tuple[str, tuple]:
+    """(sql, params) of one page of a run listing: the newest ``limit`` runs matching ``filters``
+    (:func:`run_where`) older than the cursor ``before``; with ``counts`` the columns a listing shows and
+    each run's counts, else every column (:func:`runs_select`).
+
+    ``how``: ``plain`` leaves the way to the database: right for exact values (an index lookup) and
+    for no filter (the creation-time index). A glob's matches may lie anywhere in time (an eval id
+    names its date), which no planner knows: it would walk the runs from the newest one until it
+    has a page, through most of the store for a rare match, or gather every match of a common
+    prefix and sort them. ``recent`` looks among the :data:`RECENT` newest runs only (bounded: a page
+    of a common match is there); ``sorted`` takes every match (through the prefix's index where there
+    is one) and sorts them: bounded by the matches, for a match that is not among the newest."""
+    if how == "plain":
+        where, params = run_where(dialect, before=before, **filters)
+        return runs_select(dialect, counts=counts) + where + _NEWEST, (*params, limit)
+    if how == "recent":
+        near, near_params = run_where(dialect, before=before)
+        where, params = run_where(dialect, **filters)
+        ids = f"SELECT run_id FROM (SELECT * FROM runs{near}{_NEWEST}) AS recent{where}{_NEWEST}"
+        params = [*near_params, RECENT, *params, limit]
+    else:               # sorted: the keys of every match (an index holds them), then the page's rows
+        where, params = run_where(dialect, before=before, **filters)
+        ids = f"SELECT run_id FROM runs{where} ORDER BY created + 0 DESC, run_id DESC LIMIT ?"       # +0: no index
+        params = [*params, limit]
+    # a page's counts are read for its own runs only, not for every run the page was chosen from
+    return (runs_select(dialect, counts=counts) + f" WHERE run_id IN ({ids}) ORDER BY created DESC, run_id DESC",
+            tuple(params))
+
+
+def read_page(fetch: Callable[..., list[list[Any]]], dialect: str, limit: int, *,
+              before: tuple[float, str] | None = None, counts: bool = True, count: bool = False,
+              upto: int | None = None, **filters: Any) -> tuple[list[Any], int | None]:
+    """(the rows of a listing's page (:func:`page_sql`), how many runs match (:func:`capped_count`) when
+    ``count``, else None). ``fetch(*queries)`` runs (sql, params) queries, ``?`` placeholders, in one
+    round trip and returns each one's rows (mappings). With a glob, the page is looked for among
+    the newest runs first, then, when that page is short, among every match."""
+    globbed = any(isinstance(filters.get(c), str) and is_glob(filters[c]) for c in FILTER_COLUMNS)
+    queries = [page_sql(dialect, limit, before=before, counts=counts, how="recent" if globbed else "plain",
+                        **filters)]
+    if count:
+        where, params = run_where(dialect, **{k: v for k, v in filters.items()})
+        queries.append(capped_count(where, params, upto))
+    found = fetch(*queries)
+    rows = found[0]
+    if globbed and len(rows) < limit:
+        rows = fetch(page_sql(dialect, limit, before=before, counts=counts, how="sorted", **filters))[0]
+    return rows, (int(found[1][0]["c"]) if count else None)
+
+
 def capped_count(where: str, params: list[Any], upto: int | None) -> tuple[str, tuple[Any, ...]]:
     """The query counting the runs that match ``where``; with ``upto`` it stops past ``upto`` rows (answering
     ``upto + 1``), so a listing's total costs the same at 1,000 runs and at 1,000,000 on either backend

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import orjson
 
 from . import _delta
-from .queries import capped_count, run_where
+from .queries import capped_count, run_where, runs_select
 
 SCHEMA_VERSION = 5
 
@@ -289,16 +289,11 @@ class SQLiteStore:
                   q: str | None = None) -> list[dict]:
         """Runs newest first, filtered by any of eval, model, case, status, kind (globs allowed: * and ?);
         one page: ``before`` = (created, run_id) of the last run of the previous page (keyset)."""
-        where, params = run_where("sqlite", eval_id=eval_id, model=model, case_id=case_id, status=status, kind=kind,
-                                  since=since, before=before, q=q)
-        sql = _SELECT_RUNS + where + " ORDER BY created DESC, run_id DESC LIMIT ?"
-        runs = []
-        for r in self._rows(sql, (*params, limit)):
-            try:
-                runs.append(_run(r))
-            except ValueError as exc:        # one damaged row: said once, left out, the listing goes on
-                self.skipped.append(f"run {r['run_id']!r}: {exc}; left out")
-        return runs
+        from .queries import read_page
+
+        rows, _ = read_page(self._fetch, "sqlite", limit, before=before, counts=False, eval_id=eval_id, model=model,
+                            case_id=case_id, status=status, kind=kind, since=since, q=q)
+        return self._page(rows)
 
     def count_runs(self, *, eval_id: str | None = None, model: str | None = None, case_id: str | None = None,
                    status: str | None = None, kind: str | None = None, since: float | None = None,
@@ -310,19 +305,27 @@ class SQLiteStore:
         sql, args = capped_count(where, params, upto)
         return self._rows(sql, args)[0]["c"]
 
-    def run_counts(self, run_ids: list[str]) -> dict[str, tuple[int, int]]:
-        """run id -> (checkpoints, pending approvals), in two queries for the whole list."""
-        ckpts: dict[str, int] = {}
-        waiting: dict[str, int] = {}
-        for i in range(0, len(run_ids), 500):          # SQLite bounds the number of ? per statement
-            chunk = tuple(run_ids[i:i + 500])
-            marks = ",".join("?" * len(chunk))
-            ckpts.update((r[0], r[1]) for r in self._rows(
-                f"SELECT run_id, COUNT(*) FROM checkpoints WHERE run_id IN ({marks}) GROUP BY run_id", chunk))
-            waiting.update((r[0], r[1]) for r in self._rows(
-                f"SELECT run_id, COUNT(*) FROM approvals WHERE run_id IN ({marks}) AND status='pending' "
-                "GROUP BY run_id", chunk))
-        return {rid: (ckpts.get(rid, 0), waiting.get(rid, 0)) for rid in run_ids}
+    def run_page(self, limit: int = 50, *, before: tuple[float, str] | None = None, upto: int | None = None,
+                 **filters: Any) -> tuple[list[dict], int]:
+        """A listing's page: :meth:`list_runs` with the columns a listing shows (not the reply, reason or
+        metrics) and each run's ``checkpoints`` and ``approvals_waiting``, and :meth:`count_runs` of the
+        same filters (up to ``upto``)."""
+        from .queries import read_page
+
+        rows, total = read_page(self._fetch, "sqlite", limit, before=before, count=True, upto=upto, **filters)
+        return self._page(rows), int(total or 0)
+
+    def _fetch(self, *queries: tuple[str, tuple]) -> list[list[sqlite3.Row]]:
+        return [self._rows(sql, params) for sql, params in queries]
+
+    def _page(self, rows: Any) -> list[dict]:
+        runs = []
+        for r in rows:
+            try:
+                runs.append(_run(r))
+            except ValueError as exc:        # one damaged row: said once, left out, the listing goes on
+                self.skipped.append(f"run {r['run_id']!r}: {exc}; left out")
+        return runs
 
     # -- evals ---------------------------------------------------------------------
     def create_eval(self, eval_id: str, suite: str, config: dict) -> None:
@@ -708,8 +711,7 @@ def _host() -> str:
 
 # A run's `updated` is its row's last change or its last checkpoint, whichever is later (a checkpoint
 # does not touch the run's row: one statement fewer per step).
-_SELECT_RUNS = ("SELECT *, MAX(updated, COALESCE((SELECT c.created FROM checkpoints c WHERE c.run_id = runs.run_id "
-                "ORDER BY c.n DESC LIMIT 1), 0)) AS last_active FROM runs")
+_SELECT_RUNS = runs_select("sqlite")
 # A chunk goes in only after every event already stored for the run (append-only, checked in the statement).
 _INSERT_CHUNK = ("INSERT INTO events (run_id, seq, last, events) SELECT ?1, ?2, ?3, ?4 WHERE "
                  "COALESCE((SELECT last FROM events WHERE run_id=?1 ORDER BY seq DESC LIMIT 1), -1) < ?2")
