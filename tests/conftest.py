@@ -4,6 +4,7 @@ session ends with the CPU seconds it cost (the default suite's budget: 150 s).""
 import ast
 import compileall
 import gc
+import itertools
 import os
 import resource
 import sys
@@ -58,10 +59,19 @@ def _forbid_real_model_requests():
     set_model_requests_allowed(True)
 
 
+@pytest.fixture(scope="session")
+def _stores(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("stores")
+
+
+_STORE_NUMBERS = itertools.count(1)
+
+
 @pytest.fixture(autouse=True)
-def _private_run_store(tmp_path, monkeypatch):
-    """CLI runs record into the embedded store: keep each test's store private."""
-    monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether-store.db"))
+def _private_run_store(_stores, monkeypatch):
+    """CLI runs record into the embedded store: keep each test's store private (a file of its own in one folder:
+    asking every test for a tmp_path cost a folder per test, and pytest lists its parent to number each one)."""
+    monkeypatch.setenv("TETHER_STORE", str(_stores / f"{next(_STORE_NUMBERS)}.db"))
 
 
 @pytest.fixture(scope="module")
