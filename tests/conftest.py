@@ -59,9 +59,14 @@ def _forbid_real_model_requests():
     set_model_requests_allowed(True)
 
 
-@pytest.fixture(scope="session")
-def _stores(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("stores")
+@pytest.fixture(scope="session", autouse=True)
+def _stores(tmp_path_factory):
+    """The folder of the tests' stores. Its shared.db is the store of module- and session-scoped fixtures too (they
+    are set up before a test's own store), so no eval a fixture runs writes .tether/ into the working directory."""
+    folder = tmp_path_factory.mktemp("stores")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TETHER_STORE", str(folder / "shared.db"))
+        yield folder
 
 
 _STORE_NUMBERS = itertools.count(1)
