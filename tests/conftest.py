@@ -3,6 +3,8 @@ session ends with the CPU seconds it cost (the default suite's budget: 150 s).""
 
 import ast
 import compileall
+import gc
+import itertools
 import os
 import resource
 import sys
@@ -19,6 +21,10 @@ def pytest_sessionstart(session):
     of processes (the CLI, docs blocks, killed runs), and under PYTHONDONTWRITEBYTECODE=1 each of them would
     compile every module it imports from source again. Only missing or stale files are compiled."""
     compileall.compile_dir(Path(tether.__file__).parent, quiet=2)
+    # The cyclic collector's default (a pass every 700 allocations, a full pass every 100 of those) costs ~10 s of
+    # CPU over the suite: its heap holds every test module, the framework SDKs and the pydantic schemas, and each
+    # full pass walks all of it. Fewer passes free the same garbage a little later.
+    gc.set_threshold(10_000, 10, 10)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -53,10 +59,24 @@ def _forbid_real_model_requests():
     set_model_requests_allowed(True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _stores(tmp_path_factory):
+    """The folder of the tests' stores. Its shared.db is the store of module- and session-scoped fixtures too (they
+    are set up before a test's own store), so no eval a fixture runs writes .tether/ into the working directory."""
+    folder = tmp_path_factory.mktemp("stores")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TETHER_STORE", str(folder / "shared.db"))
+        yield folder
+
+
+_STORE_NUMBERS = itertools.count(1)
+
+
 @pytest.fixture(autouse=True)
-def _private_run_store(tmp_path, monkeypatch):
-    """CLI runs record into the embedded store: keep each test's store private."""
-    monkeypatch.setenv("TETHER_STORE", str(tmp_path / "tether-store.db"))
+def _private_run_store(_stores, monkeypatch):
+    """CLI runs record into the embedded store: keep each test's store private (a file of its own in one folder:
+    asking every test for a tmp_path cost a folder per test, and pytest lists its parent to number each one)."""
+    monkeypatch.setenv("TETHER_STORE", str(_stores / f"{next(_STORE_NUMBERS)}.db"))
 
 
 @pytest.fixture(scope="module")

@@ -61,14 +61,16 @@ TIMEOUT = 240          # seconds per block: a guard against a hang, not a perfor
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 MARKER = re.compile(r"<!--\s*docs-test:\s*(?P<kind>skip|file|slow)\b\s*(?P<arg>.*?)\s*-->", re.S)
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_./:@%+,-]*")    # NAME=value before a command, unquoted
 EXIT = re.compile(r"\bexits? (\d+)(?: or (\d+))?")
 # shell blocks another test runs as written, checking what they print too: not run twice (page, start of the section's heading)
 ELSEWHERE = {
     ("README.md", "## Durable runs"): "tests/test_readme_flows.py runs these commands and checks their output",
     ("README.md", "## Testing your agent"): "tests/test_readme_flows.py runs these commands and checks their output",
 }
-# sections whose shell blocks are lists of plain ``tether ...`` commands (``|`` between two of them and a final
-# ``> FILE`` allowed, nothing else of the shell) over the calibration policies: they run in-process, through the
+# sections whose shell blocks are lists of plain ``tether ...`` commands (``|`` between two of them, a final
+# ``> FILE``, ``&&`` between commands and ``NAME=value`` before one allowed, nothing else of the shell) over the
+# calibration policies: they run in-process, through the
 # CLI app as tests/cli do (an escaping exception becomes what ``main()`` prints), in the page's folder with its
 # environment. The commands, their order and exit codes are the page's; only the interpreter start is saved.
 IN_PROCESS = {
@@ -80,6 +82,8 @@ IN_PROCESS = {
     ("docs/diff.md", "## In Python"),
     ("docs/report.md", "## Run metrics"),
     ("docs/report.md", "## OpenTelemetry"),
+    ("docs/events.md", "## The delta rule"),
+    ("docs/adapters/pydantic-ai.md", "## Under `tether eval`"),
 }
 # a python block that names one of these may touch process-wide state: it runs as ``python block.py``; any other
 # runs in-process as that script would (see run_python_in_process)
@@ -310,14 +314,22 @@ def run_in_process(block: Block, folder: Path, env: dict[str, str]) -> None:
     for n, (cmd, codes, written) in enumerate(commands(block), 1):
         if block.lang == "console" and cmd.strip() == "echo $?":
             continue                       # the code it shows is the previous command's expected exit code
-        stdin, last = None, None
-        for part in cmd.split(" | "):
-            part, _, target = part.partition(" > ")
-            assert plain_tether(f"tether {target.strip()}"), f"{block.where}: command {n}: {written}"
-            code, out, stdout = tether_in_process(part.strip(), folder, env, stdin)
-            if target.strip():
-                (folder / target.strip()).write_text(stdout, encoding="utf-8")
-            stdin, last = stdout, (code, out)
+        for one in cmd.split(" && "):      # the shell's &&: the next runs only when this one exits 0
+            words = one.strip().split(" ")
+            assigned = {}
+            while words and ASSIGNMENT.fullmatch(words[0]):
+                name, _, value = words.pop(0).partition("=")
+                assigned[name] = value
+            stdin, last = None, None
+            for part in " ".join(words).split(" | "):
+                part, _, target = part.partition(" > ")
+                assert plain_tether(f"tether {target.strip()}"), f"{block.where}: command {n}: {written}"
+                code, out, stdout = tether_in_process(part.strip(), folder, {**env, **assigned}, stdin)
+                if target.strip():
+                    (folder / target.strip()).write_text(stdout, encoding="utf-8")
+                stdin, last = stdout, (code, out)
+            if last[0] != 0:
+                break
         if last[0] not in codes:
             pytest.fail(f"{block.where} failed (in-process): command {n} exited {last[0]} (expected "
                         f"{' '.join(str(c) for c in sorted(codes))}):\n{written}\n--- output\n{last[1][-6000:]}",

@@ -180,3 +180,20 @@ def test_ids_match_case_insensitively_and_misses_suggest():
         find_case("C4-LD-1")
     with pytest.raises(UsageError, match="no case 'zzz' in the c4 suite \\(list them"):
         find_case("zzz")
+
+
+def test_a_file_read_again_is_a_case_of_its_own_and_an_edit_is_seen(tmp_path):
+    """The YAML of a file is read once per text in a process (tether.evals.loader._parsed): every load still
+    returns its own case, and an edited file is read anew, its checks included."""
+    from tether.evals.case_index import summary
+
+    p = write(tmp_path, VALID)
+    first = load_case(p)
+    first.input.message = "changed by the caller"
+    first.criteria[0].tools.append("web_search")
+    again = load_case(p)
+    assert again.input.message == "查一下下周五北京到上海的机票" and again.criteria[0].tools == ["search_flights"]
+    assert summary(p).title == "测试用例"
+    write(tmp_path, VALID.replace("测试用例", "改过的").replace("tools: [search_flights]", "tools: [search_flight]"))
+    assert summary(p).title == "改过的"
+    assert any("search_flight" in msg for _, _, msg in problems(p))

@@ -10,6 +10,7 @@ Imports nothing heavy, so the CLI lists cases fast.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,15 +64,25 @@ class CaseSummary:
 def summary(path: Path) -> CaseSummary | None:
     """The listing fields of one case file; None when it does not read as a case
     (the caller then loads it the checked way, which says what is wrong)."""
+    try:
+        if path.stat().st_size > MAX_LIST_BYTES:
+            return None
+        return _summary_of(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _summary_of(text: str) -> CaseSummary | None:
+    """:func:`summary` of a file's text, once per text in a process (finding one case by id reads every file of
+    its suite; a program that does that per run otherwise parses the same YAML again each time)."""
     import yaml
 
     from .case_yaml import LOADER
 
     try:
-        if path.stat().st_size > MAX_LIST_BYTES:
-            return None
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = yaml.load(text, Loader=LOADER)
+    except yaml.YAMLError:
         return None
     if not isinstance(data, dict):
         return None

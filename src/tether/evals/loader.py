@@ -8,7 +8,9 @@ is bounded first (size, alias expansion, depth: see :mod:`.case_yaml`).
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,8 @@ def check_case_text(text: str, path: str = "<case>") -> tuple[Case, list[tuple[F
     error of the file in one CaseFileError, in file order (see :mod:`.case_checks`)."""
     from .case_checks import semantic_problems
 
-    data, root, problems = parse(text, path)
+    data, root, problems = _parsed(text, path)
+    data, problems = copy.deepcopy(data), list(problems)      # the caller's own: the cached parse stays as read
     if not isinstance(data, dict):
         raise CaseFileError([(FileLocation(path, 1, 1), "a case file must be a YAML mapping (key: value); "
                                                          "start from tether case new NAME")])
@@ -51,6 +54,15 @@ def check_case_text(text: str, path: str = "<case>") -> tuple[Case, list[tuple[F
         raise CaseFileError(_ordered(problems))
     assert case is not None
     return case, _ordered(warnings)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, path: str) -> tuple[Any, yaml.Node, list[tuple[FileLocation, str]]]:
+    """:func:`.case_yaml.parse`, once per (text, path) in a process: a program that loads a suite per run (an eval
+    per test, ``tether run`` in-process) otherwise reads the same YAML again each time, ~5 ms a case. Only the
+    reading is kept: the checks, which can depend on the tools' sources and the registered worlds, run each time.
+    A file that does not parse raises each time (nothing cached). The node tree is shared, read-only."""
+    return parse(text, path)
 
 
 def _ordered(problems: list[tuple[FileLocation, str]]) -> list[tuple[FileLocation, str]]:

@@ -34,6 +34,7 @@ from ._http import (
     build_decision,
     make_usage,
     offered_tools,
+    sdk_http_client,
     redact,
     sdk_roundtrip,
 )
@@ -165,7 +166,8 @@ class AnthropicModel:
         body, ask_offered = self.body(request)
         import anthropic
 
-        client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout)
+        client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout,
+                                          http_client=sdk_http_client(anthropic))
         extra = dict(self.options.extra_body or {})
 
         secrets = [key]

@@ -33,6 +33,7 @@ from ._http import (
     build_decision,
     make_usage,
     offered_tools,
+    sdk_http_client,
     redact,
     sdk_roundtrip,
 )
@@ -169,7 +170,8 @@ class OpenAIChatModel:
         body, ask_offered = self.body(request)
         import openai
 
-        client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout)
+        client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.options.timeout,
+                                    http_client=sdk_http_client(openai))
         extra = dict(self.options.extra_body or {})
 
         secrets = [key]

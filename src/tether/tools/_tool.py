@@ -14,7 +14,6 @@ import inspect
 import json
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import ToolSpec
@@ -60,6 +59,8 @@ def _validator(schema: dict[str, Any]) -> Any:
     key = json.dumps(schema, sort_keys=True, default=str)
     found = _VALIDATORS.get(key)
     if found is None:
+        import jsonschema          # ~0.1 s to import: only where a tool is built (not for `tether runs ...`)
+
         jsonschema.Draft202012Validator.check_schema(schema)
         found = _VALIDATORS[key] = jsonschema.Draft202012Validator(schema)
     return found
