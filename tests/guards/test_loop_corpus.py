@@ -105,11 +105,15 @@ def test_blind_tuning_items_do_not_get_worse():
     assert m["caught"] >= 360, m["missed"]
 
 
-# The sealed half as measured once, when it lands: (loops, oks, caught, hints on ok, stops on ok), or None while
-# nothing is recorded. Round 4 (65/90, 7/85 hints, 0 blocks, 4 stops) moved into tuning/e4, tuning/f4.
-HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = None
+# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). Round 5 (heldout/g, heldout/h),
+# measured once on the frozen rules of i25-rules4 (2026-12-01, 18:11 UTC). Round 4 (65/90, 7/85 hints, 0 blocks,
+# 4 stops) moved into tuning/e4, tuning/f4.
+HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = (92, 89, 73, 10, 4)
 
 
+@pytest.mark.xfail(reason="the sealed round 5, measured once on the frozen rules of 2026-12-01 (i25-rules4): recall "
+                          "73/92 = 79.3%, hints on 10/89 ok = 11.2%, 0 blocks, 4 stops on ok (issue 25's floor: 95%, "
+                          "2%, 0, 0)", strict=True)
 def test_heldout_meets_the_floor():
     _assert_floor(_half("heldout"), sealed=True)
 
