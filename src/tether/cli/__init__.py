@@ -85,6 +85,20 @@ class LazyGroup(TyperGroup):
         _tidy(command)
         return command
 
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        """The root's flags (--help, --install-completion, --show-completion) default to
+        False rather than None: Typer coerces a flag's value unless it is already a bool,
+        and coercing None builds a pydantic TypeAdapter (~0.1 s) on every invocation,
+        ``tether runs --help`` included. False is what an absent flag means, and each
+        flag's callback does nothing for it, so the behaviour is unchanged."""
+        params = super().get_params(ctx)
+        for p in params:
+            descriptor = getattr(p, "type_descriptor", None)
+            if getattr(p, "is_flag", False) and p.default is None and descriptor is not None \
+                    and descriptor.annotation is bool:
+                p.default = False
+        return params
+
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The root help, plain: Typer's rich help pulls in markdown rendering (~0.2 s)
         and would import every command module for its one-line summary."""
@@ -147,7 +161,6 @@ def main() -> None:
     if "--debug" in sys.argv[1:]:
         sys.argv.remove("--debug")
         os.environ["TETHER_DEBUG"] = "1"
-    from ._common import debug_enabled, describe
 
     try:
         app()
@@ -155,6 +168,8 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
+        from ._common import debug_enabled, describe   # here, not above: `tether --help` needs no rich console
+
         if debug_enabled():
             raise
         code, message = describe(exc)
