@@ -93,10 +93,7 @@ class LazyGroup(TyperGroup):
         flag's callback does nothing for it, so the behaviour is unchanged."""
         params = super().get_params(ctx)
         for p in params:
-            descriptor = getattr(p, "type_descriptor", None)
-            if getattr(p, "is_flag", False) and p.default is None and descriptor is not None \
-                    and descriptor.annotation is bool:
-                p.default = False
+            _absent_flag_is_false(p)
         return params
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -117,6 +114,15 @@ class LazyGroup(TyperGroup):
 COMPLETION_PARAMS = {"install_completion", "show_completion"}
 
 
+def _absent_flag_is_false(param: click.Parameter) -> None:
+    """A bool flag whose default is None (Typer's help and completion options) gets
+    False: the same meaning, and a value Typer does not coerce (see LazyGroup.get_params)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if getattr(param, "is_flag", False) and param.default is None and descriptor is not None \
+            and descriptor.annotation is bool:
+        param.default = False
+
+
 def _tidy(command: click.Command) -> None:
     """Below the root: no completion options (the root has them), and no ``<bool>``
     placeholder after a flag that takes no value."""
@@ -130,6 +136,7 @@ def _tidy(command: click.Command) -> None:
         option = help_option(ctx)
         if option is not None:
             option.metavar = ""
+            _absent_flag_is_false(option)   # `tether runs list --help`: the runs group's own --help is absent
         return option
 
     command.get_help_option = get_help_option  # type: ignore[method-assign]
