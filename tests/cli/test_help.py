@@ -58,7 +58,7 @@ def test_help_loads_no_models(args):
              "from tether.cli import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              f"sys.stderr.write(repr(sorted(m for m in {_HEAVY!r} if m in sys.modules)))\n")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "Usage:" in proc.stdout
     assert proc.stderr.strip() == "[]", f"tether {' '.join(args)} --help loaded {proc.stderr.strip()}"
@@ -67,7 +67,8 @@ def test_help_loads_no_models(args):
 def _as_tether(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """The console script in a fresh process (its program name is tether)."""
     probe = f"import sys\nsys.argv = ['tether', *{list(args)!r}]\nfrom tether.cli import main\nmain()\n"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
 
 
 def test_completion_options_still_work_at_the_root(tmp_path):

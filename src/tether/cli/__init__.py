@@ -175,7 +175,8 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
-        from ._common import debug_enabled, describe   # here, not above: `tether --help` needs no rich console
+        # imported here, not above: `tether --help` needs no rich console
+        from ._common import debug_enabled, describe
 
         if debug_enabled():
             raise
