@@ -32,15 +32,19 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def median_seconds(argv: list[str], runs: int) -> tuple[float, float]:
-    """(median CPU seconds, median wall seconds) of one command."""
-    cpu, wall = [], []
+def median_seconds(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:
+    """(median CPU seconds, median wall seconds) per command. The commands take turns,
+    one run each per round, so a change in the machine's load hits all of them alike
+    and the ratios to the bare start stay comparable."""
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    wall: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        c0, w0 = _cpu(), time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        cpu.append(_cpu() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall)
+        for name, argv in commands.items():
+            c0, w0 = _cpu(), time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            cpu[name].append(_cpu() - c0)
+            wall[name].append(time.perf_counter() - w0)
+    return {name: (statistics.median(cpu[name]), statistics.median(wall[name])) for name in commands}
 
 
 def main() -> int:
@@ -50,8 +54,7 @@ def main() -> int:
     base = None
     worst = 0.0
     print(f"{'command':<22} {'CPU':>9} {'x bare':>7} {'wall':>9}")
-    for name, argv in COMMANDS.items():
-        t, wall = median_seconds(argv, args.runs)
+    for name, (t, wall) in median_seconds(COMMANDS, args.runs).items():
         base = base or t
         ratio = t / base
         if name != "python -c pass":

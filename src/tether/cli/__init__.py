@@ -85,6 +85,17 @@ class LazyGroup(TyperGroup):
         _tidy(command)
         return command
 
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        """The root's flags (--help, --install-completion, --show-completion) default to
+        False rather than None: Typer coerces a flag's value unless it is already a bool,
+        and coercing None builds a pydantic TypeAdapter (~0.1 s) on every invocation,
+        ``tether runs --help`` included. False is what an absent flag means, and each
+        flag's callback does nothing for it, so the behaviour is unchanged."""
+        params = super().get_params(ctx)
+        for p in params:
+            _absent_flag_is_false(p)
+        return params
+
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The root help, plain: Typer's rich help pulls in markdown rendering (~0.2 s)
         and would import every command module for its one-line summary."""
@@ -103,6 +114,15 @@ class LazyGroup(TyperGroup):
 COMPLETION_PARAMS = {"install_completion", "show_completion"}
 
 
+def _absent_flag_is_false(param: click.Parameter) -> None:
+    """A bool flag whose default is None (Typer's help and completion options) gets
+    False: the same meaning, and a value Typer does not coerce (see LazyGroup.get_params)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if getattr(param, "is_flag", False) and param.default is None and descriptor is not None \
+            and descriptor.annotation is bool:
+        param.default = False
+
+
 def _tidy(command: click.Command) -> None:
     """Below the root: no completion options (the root has them), and no ``<bool>``
     placeholder after a flag that takes no value."""
@@ -116,6 +136,7 @@ def _tidy(command: click.Command) -> None:
         option = help_option(ctx)
         if option is not None:
             option.metavar = ""
+            _absent_flag_is_false(option)   # `tether runs list --help`: the runs group's own --help is absent
         return option
 
     command.get_help_option = get_help_option  # type: ignore[method-assign]
@@ -147,7 +168,6 @@ def main() -> None:
     if "--debug" in sys.argv[1:]:
         sys.argv.remove("--debug")
         os.environ["TETHER_DEBUG"] = "1"
-    from ._common import debug_enabled, describe
 
     try:
         app()
@@ -155,6 +175,9 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
+        # imported here, not above: `tether --help` needs no rich console
+        from ._common import debug_enabled, describe
+
         if debug_enabled():
             raise
         code, message = describe(exc)

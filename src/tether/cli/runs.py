@@ -13,11 +13,8 @@ from rich.table import Table
 
 from ..errors import UsageError
 from ..ids import check_id
-from ..store import open_store
-from ..store.export import export_run, import_run, load_run
 from ._common import console, data_json, err_console, user_errors
 from ._listing import Column, Format, FormatOpt, Listing, emit, resolve
-from ._transcript import render_transcript
 
 app = typer.Typer(
     help=("Runs recorded in the embedded store (.tether/tether.db, or $TETHER_STORE): `tether run` runs, "
@@ -63,6 +60,7 @@ def list_runs(
 ) -> None:
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
+        from ..store import open_store
         db = open_store(store, read_only=True)
         try:
             cursor = None
@@ -124,6 +122,7 @@ def list_evals(
     from ..report.overview import eval_rows, subject_line
 
     with user_errors():
+        from ..store import open_store
         db = open_store(store, read_only=True)
         if before is not None and db.get_eval(before) is None:
             raise UsageError(f"--before {before!r}: no such eval in {db.where} (tether runs evals)")
@@ -186,6 +185,7 @@ def list_approvals(
             raise UsageError(f"--status {status!r}: use one of {', '.join(statuses)} or all")
         if run is not None:
             check_id(run, "--run")
+        from ..store import open_store
         db = open_store(store, read_only=True)
         found = db.approvals(run, None if status == "all" else status, limit=limit)
     rows = [{"approval": a["id"], "run": a["run_id"], "tool": a["tool"], "arguments": a["arguments"],
@@ -217,10 +217,13 @@ def show_run(
     with user_errors():
         if messages not in ("full", "new", "none"):
             raise UsageError(f"--messages {messages!r}: use full, new or none")
+        from ..store import open_store
         db = open_store(store, read_only=True)
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
+        from ..store.export import load_run
+
         trajectory = load_run(db, run_id)
     ckpt = db.latest_checkpoint(run_id)
     console.print(f"run {run_id} · {run['kind']} · {run['status']}"
@@ -254,6 +257,8 @@ def show_run(
         for a in approvals:
             table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", data_json(a["arguments"]), a["reason"])
         console.print(table)
+    from ._transcript import render_transcript
+
     render_transcript(trajectory, console, messages=messages)  # type: ignore[arg-type]
 
 
@@ -267,6 +272,8 @@ def export_command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
 ) -> None:
     with user_errors():
+        from ..store import open_store
+        from ..store.export import export_run
         text = export_run(open_store(store, read_only=True), run_id)
     if output is None:
         sys.stdout.write(text)
@@ -298,13 +305,18 @@ def import_command(
             text, where = read_stdin("run export"), "<stdin>"
         else:
             text, where = read_text(Path(file), "run export"), file
+        from ..store import open_store
         db = open_store(store)
         if otel:
             from ..report.otel import import_otlp
 
             done = import_otlp(db, text, path=where)
         else:
+            from ..store.export import import_run
+
             done = [import_run(db, text, path=where)]
+        from ..store.export import load_run
+
         lines = [(run_id, new, db.get_run(run_id)["digest"] or load_run(db, run_id).digest()) for run_id, new in done]
     for run_id, new, digest in lines:
         console.print(f"{'imported' if new else 'already there (same digest)'}: run {run_id} · digest {digest} · "
@@ -325,4 +337,5 @@ def export_otel_command(
     from ..report.otel import export_stored_run
 
     with user_errors():
+        from ..store import open_store
         console.print(export_stored_run(open_store(store, read_only=True), run_id, file), highlight=False, soft_wrap=True)
