@@ -1166,25 +1166,18 @@ class LoopGuard(BaseGuard):
             return None
         if len(st) > 7 and st[4] != self.progressed:
             return None                     # something made progress since its last call: a check after a change
-        prev = self.calls[-1]
-        if prev[_SIG] == sig or prev[_KIND] != _NORMAL or prev[_PROGRESS]:
-            return None
-        pst = self.sigs.get(prev[_SIG])
-        if pst is None or pst[1] < 2 or pst[0] != prev[_RESULT]:
-            return None
-        self._say("loop.replay", tool=call.name)
-        return ("cycle", "replay",
-                f"{call.name} ({_short(call.arguments)}) and the call before it repeat earlier calls that got the "
-                "very same results: the work is being started over. Use what those calls returned and go on "
-                "from where you were.",
-                {"period": 0, "rounds": 2, "limit": 1, "tools": f"{prev[_TOOL]} -> {call.name}"})
+        return self._replay_trip(call, sig, self.calls[-1], "repeat earlier calls that got")
 
     def _replayed(self, call: ToolCallRequest, sig: str, st: list):
         """After the result: this call and the one before it both repeated earlier calls and
         got the very same results, although work was done since (the before-call check
         leaves a repeat after progress alone: a check after a change may answer anew; this
         one did not)."""
-        prev = self.calls[-2]
+        return self._replay_trip(call, sig, self.calls[-2], "repeated earlier calls and got")
+
+    def _replay_trip(self, call: ToolCallRequest, sig: str, prev: list, said: str):
+        """The replay trip when ``prev`` (the call before this one) also repeated an earlier call
+        with the very same result; ``said`` tells it before the call or after its result."""
         if prev[_SIG] == sig or prev[_KIND] != _NORMAL or prev[_PROGRESS]:
             return None
         pst = self.sigs.get(prev[_SIG])
@@ -1192,9 +1185,8 @@ class LoopGuard(BaseGuard):
             return None
         self._say("loop.replay", tool=call.name)
         return ("cycle", "replay",
-                f"{call.name} ({_short(call.arguments)}) and the call before it repeated earlier calls and got the "
-                "very same results: the work is being started over. Use what those calls returned and go on "
-                "from where you were.",
+                f"{call.name} ({_short(call.arguments)}) and the call before it {said} the very same results: "
+                "the work is being started over. Use what those calls returned and go on from where you were.",
                 {"period": 0, "rounds": 2, "limit": 1, "tools": f"{prev[_TOOL]} -> {call.name}"})
 
     def _near_duplicate(self, call: ToolCallRequest):
