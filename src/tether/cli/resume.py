@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..errors import UsageError
-from ..evals.runner import REFERENCE_SYSTEM_PROMPT, case_world, resolve_agent
-from ..models import resolve_model
-from ..models.registry import with_limits
+from ..evals.runner import REFERENCE_SYSTEM_PROMPT, case_world
 from ..runtime import RunConfig
 from ..runtime.loop import LoopAgent
 from ..runtime.durable import resume_task
@@ -115,10 +114,9 @@ def _recipe_ref(run_id: str, spec: RunSpec, agent: str | None, model: str | None
 def _recipe_subject(run_id: str, spec: RunSpec, agent: str | None, model: str | None, trust: bool):
     """The agent that continues a run of `tether run` (tether's loop around the model, or the user's agent)."""
     ref = _recipe_ref(run_id, spec, agent, model, trust)
-    if spec.agent is not None:
-        return resolve_agent(ref)()
-    m = resolve_model(ref)
-    return LoopAgent(with_limits(m, args=spec.model_args) if spec.model_args else m)
+    chosen = replace(spec, agent=ref) if spec.agent is not None else replace(spec, model=ref)
+    m, the_agent = chosen.subject()          # the same build as `tether run` (--model-arg included)
+    return the_agent if the_agent is not None else LoopAgent(m)
 
 
 async def _resume_with_agent(db: Store, run: dict, agent_ref: str, tools_ref: str | None):
