@@ -142,3 +142,14 @@ def test_a_read_leaves_an_empty_file_alone(command, tmp_path):
     assert empty.read_bytes() == b"" and not (tmp_path / "empty.db-wal").exists()
     assert _invoke("run", "C4-LD-01", "--run-id", "w1", "--store", str(empty)).exit_code == 0
     assert [r["run_id"] for r in SQLiteStore(empty, read_only=True).list_runs()] == ["w1"]
+
+
+@pytest.mark.parametrize("command", [("store", "info"), ("store", "check")])
+def test_inspecting_a_missing_store_makes_none(command, tmp_path):
+    """`tether store info|check PATH` on a path with no store: one line, exit 2, and nothing is made there."""
+    missing = tmp_path / "elsewhere" / "none.db"
+    missing.parent.mkdir()
+    res = _invoke(*command, str(missing))
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert f"no store at {missing}" in " ".join(res.output.split())
+    assert list(missing.parent.iterdir()) == []

@@ -63,7 +63,7 @@ def info_command(path: StoreArg = None, store: StoreOpt = None, fmt: FormatOpt =
     from ..store import open_store
 
     with user_errors():
-        i = open_store(_which(path, store), read_only=True).info()
+        i = open_store(_present(_which(path, store)), read_only=True).info()
     shown = {"where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": _size(i["size"]),
              "runs": i["runs"], "evals": i["evals"], "oldest": _when(i["oldest"]), "newest": _when(i["newest"])}
     doc = {"kind": "store", "where": i["where"], "backend": i["backend"], "schema": i["schema"], "size": i["size"],
@@ -85,7 +85,7 @@ def check_command(path: StoreArg = None, store: StoreOpt = None) -> None:
     from ..store.opening import StoreError, recovery
 
     with user_errors():
-        db = open_store(_which(path, store), read_only=True)
+        db = open_store(_present(_which(path, store)), read_only=True)
         started = time.perf_counter()
         problems = db.check()
         if problems:
@@ -159,6 +159,16 @@ def copy_command(
     console.print(f"copied {source.where} -> {target.where}: " + ", ".join(f"{n} {t}" for t, n in done["rows"].items())
                   + (f"; {done['checked']} digest(s) recomputed, all equal" if verify else "")
                   + f" ({time.perf_counter() - started:.1f} s)", highlight=False, soft_wrap=True)
+
+
+def _present(where: str | None) -> str | None:
+    """A store that info and check inspect must be there: they never make one (a URL is its backend's to say)."""
+    from ..store.connect import store_spec
+
+    spec = store_spec(where)
+    if not isinstance(spec, str) and not spec.exists():
+        raise UsageError(f"no store at {spec} (nothing to inspect; a command that records runs makes one)")
+    return where
 
 
 def _an_existing_store(where: str | None, doing: str) -> None:
