@@ -3,7 +3,7 @@
 No timing here.
 
 * the tuning pool: every blind item under tests/data/loop_corpus/tuning (rounds
-  1-4, all looked at or measured while rules were tuned) plus the authors'
+  1-5, all looked at or measured while rules were tuned) plus the authors'
   corpus: recall >= 95% by trip_by, hints on ok <= 2%, no block and no stop on
   ok; the blind items alone are pinned at their measured level;
 * the held-out set (tests/data/loop_corpus/heldout, sealed; empty until round 5
@@ -83,37 +83,28 @@ def _assert_floor(m, sealed=False):
     assert passes(m)
 
 
-def test_tuning_pool_never_blocks_or_stops_legitimate_work_and_hints_at_most_2_percent():
-    m = _measured("tuning", with_authors=True)
-    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
-    assert len(m["hints"]) / m["oks"] <= 0.02, m["hints"]
-
-
+@pytest.mark.xfail(reason="round 5 moved into the tuning pool (2026-12-01, 19:15 UTC) before a rules pass had seen it: "
+                          "the pool with the authors' corpus is 472/510 = 92.5%, hints on 17/471 = 3.6%, 0 blocks, 4 stops on "
+                          "ok (rules of i25-rules4)", strict=True)
 def test_tuning_pool_meets_the_floor():
-    """399/418 = 95.5% recall, hints on 7/382, no block, no stop (2026-12-01, rules of i25-rules4)."""
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 360/378 caught; hints on 7/337 ok items (3 retries of the very same
-    failure with no backoff that then succeed or ask, by writers A and B; a flag set back for an A/B/A
-    comparison; a status page read until it turned; two batches of more than 20 calls that meet the
-    reference budget's 80% hint); no block, no stop (2026-12-01, rules of i25-rules4)."""
+    """Pinned at the measured level: 433/470 caught; hints on 17/426 ok items; no block; 4 stops on ok items,
+    all in round 5 (two long polls, a poll until checks register, a 2,217-line file read by 400) (2026-12-01,
+    rules of i25-rules4, round 5 just moved in)."""
     m = _half("tuning")
-    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
-    assert len(m["hints"]) <= 7, m["hints"]
-    assert m["caught"] >= 360, m["missed"]
+    assert m["blocks"] == [] and len(m["stops"]) <= 4, (m["blocks"], m["stops"])
+    assert len(m["hints"]) <= 17, m["hints"]
+    assert m["caught"] >= 433, m["missed"]
 
 
-# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). Round 5 (heldout/g, heldout/h),
-# measured once on the frozen rules of i25-rules4 (2026-12-01, 18:11 UTC). Round 4 (65/90, 7/85 hints, 0 blocks,
-# 4 stops) moved into tuning/e4, tuning/f4.
-HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = (92, 89, 73, 10, 4)
+# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok); None until the next sealed round
+# is measured. Round 5 (92, 89, 73, 10, 4 on the rules of i25-rules4) moved into tuning/g5, tuning/h5.
+HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = None
 
 
-@pytest.mark.xfail(reason="the sealed round 5, measured once on the frozen rules of 2026-12-01 (i25-rules4): recall "
-                          "73/92 = 79.3%, hints on 10/89 ok = 11.2%, 0 blocks, 4 stops on ok (issue 25's floor: 95%, "
-                          "2%, 0, 0)", strict=True)
 def test_heldout_meets_the_floor():
     _assert_floor(_half("heldout"), sealed=True)
 
