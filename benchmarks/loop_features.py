@@ -25,6 +25,7 @@ import re
 import unicodedata
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable
 
 from tether.events import ModelDecisionEvent, ToolCallEvent, ToolResultEvent, Trajectory, UserMessage
@@ -52,6 +53,7 @@ _DIGITS = re.compile(r"\d+")
 _REFUSE = re.compile(r"(^|\b)(no|not|don ?t|won ?t|can ?t|cannot|refuse|skip|later|stop|already|decline|n a)(\b|$)")
 
 
+@lru_cache(maxsize=8192)
 def norm_text(s: str) -> str:
     """NFKC (folds full width), case folded, punctuation and whitespace collapsed to one space."""
     s = unicodedata.normalize("NFKC", s).casefold()
@@ -111,10 +113,10 @@ def is_empty(v: Any) -> bool:
     return False
 
 
-def words(v: Any) -> set[str]:
+def words(v: Any, lv: list | None = None) -> set[str]:
     out: set[str] = set()
     n = 0
-    for k, x in leaves(v):
+    for k, x in (leaves(v) if lv is None else lv):
         if isinstance(x, bool) or x is None:
             continue
         t = norm_text(str(x)[:MAX_TEXT])
@@ -290,10 +292,11 @@ class Featurizer:
         self.empty_streak[tool] = self.empty_streak.get(tool, 0) + 1 if empty else 0
         f["empty_streak_tool"] = math.log1p(self.empty_streak[tool])
         # novelty of content, order-independent
-        lv = {canon(x, True, k) for k, x in leaves(payload)} if a.ok else set()
+        pl = leaves(payload)
+        lv = {canon(x, True, k) for k, x in pl} if a.ok else set()
         new_lv = lv - self.seen_leaves
         f["novelty_leaf"] = len(new_lv) / len(lv) if lv else 0.0
-        ws = words(payload) if a.ok else set()
+        ws = words(payload, pl) if a.ok else set()
         new_ws = ws - self.seen_words
         f["novelty_word"] = len(new_ws) / len(ws) if ws else 0.0
         self.seen_leaves |= lv
@@ -324,7 +327,8 @@ class Featurizer:
         f["transient_recent"] = float(sum(self.recent_transient))
         # waits / backoff
         wait = None
-        for k, x in leaves(a.args):
+        arg_leaves = leaves(a.args)
+        for k, x in arg_leaves:
             if isinstance(x, (int, float)) and not isinstance(x, bool) and _WAIT_KEY.search(k):
                 wait = float(x)
                 break
@@ -335,7 +339,6 @@ class Featurizer:
             if wait is not None:
                 self.last_wait = wait
         # paging
-        arg_leaves = leaves(a.args)
         pages = {k: float(x) for k, x in arg_leaves if isinstance(x, (int, float)) and not isinstance(x, bool)
                  and _PAGE_KEY.search(k)}
         prev = self.last_page.get(tool)
@@ -352,7 +355,7 @@ class Featurizer:
             f["paging_after_end"] = math.log1p(ended + 1)
         if a.ok:
             end = empty
-            for k, x in leaves(a.data):
+            for k, x in pl:
                 if _CONT_KEY.search(k) and (x is False or x is None or x == "" or x == 0):
                     end = True
                 if _TOTAL_KEY.search(k) and isinstance(x, (int, float)) and not isinstance(x, bool):
@@ -360,7 +363,7 @@ class Featurizer:
             if end and tool not in self.ended:
                 self.ended[tool] = 0
             # status
-            st = next((canon(x) for k, x in leaves(a.data) if _STATUS_KEY.search(k)), None)
+            st = next((canon(x) for k, x in pl if _STATUS_KEY.search(k)), None)
             if st is not None:
                 last, streak = self.status.get(tool, (None, 0))
                 if last == st:
@@ -371,7 +374,7 @@ class Featurizer:
                     streak = 0
                 self.status[tool] = (st, streak)
         # reworded calls: the most similar recent call of the same tool, and how alike its result was
-        aw = words(a.args)
+        aw = words(a.args, arg_leaves)
         best, best_res = 0.0, 0.0
         for t2, w2, r2 in self.recent_calls:
             if t2 == tool:
