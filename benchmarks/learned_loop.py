@@ -93,14 +93,14 @@ def featurise(items) -> list[Row]:
     return rows
 
 
-def training_set(rows: list[Row], cols: slice) -> tuple[np.ndarray, np.ndarray]:
+def training_set(rows: list[Row], cols: slice, pos_after: int = POS_AFTER) -> tuple[np.ndarray, np.ndarray]:
     xs, ys = [], []
     for r in rows:
         if r.label == "ok":
             xs.append(r.X[:, cols])
             ys.append(np.zeros(len(r.X)))
         else:
-            lo, hi = max(r.trip_by - 2, 0), min(r.trip_by + POS_AFTER, len(r.X))
+            lo, hi = max(r.trip_by - 2, 0), min(r.trip_by + pos_after, len(r.X))
             xs.append(r.X[lo:hi, cols])
             ys.append(np.ones(hi - lo))
     return np.vstack(xs), np.concatenate(ys)
@@ -147,6 +147,7 @@ class Variant:
     name: str
     kind: str               # lr / gbt
     rules_feature: bool
+    pos_after: int = POS_AFTER
 
     def cols(self) -> slice:
         return slice(0, len(FEATURES) + (2 if self.rules_feature else 0))
@@ -154,11 +155,13 @@ class Variant:
 
 VARIANTS = [Variant("learned: logistic regression", "lr", False),
             Variant("learned: gradient-boosted trees", "gbt", False),
-            Variant("learned: trees + rules' verdict as a feature", "gbt", True)]
+            Variant("learned: trees + rules' verdict as a feature", "gbt", True),
+            Variant("learned: trees, positives only at trip_by - 1 and trip_by", "gbt", False, 0)]
+BUDGETS = (0.02, 0.05, 0.10)
 
 
 def fit(variant: Variant, rows: list[Row], quick: bool):
-    X, y = training_set(rows, variant.cols())
+    X, y = training_set(rows, variant.cols(), variant.pos_after)
     m = make_model(variant.kind, quick)
     m.fit(X, y)
     return m
@@ -187,7 +190,8 @@ def lowo(rows: list[Row], variant: Variant, quick: bool, log=print) -> dict:
         thr_in = pick_threshold(ins_ok)
         scores = item_scores(m, test, variant.cols())
         per[w] = {"threshold": thr, "threshold_in_sample": thr_in, "test": test, "scores": scores,
-                  "fired": [s >= thr for s in scores], "fired_in_sample": [s >= thr_in for s in scores]}
+                  "fired": [s >= thr for s in scores], "fired_in_sample": [s >= thr_in for s in scores],
+                  "by_budget": {b: [s >= pick_threshold(oof_ok, b) for s in scores] for b in BUDGETS}}
         log(f"  {variant.name}: held out {w}: threshold {thr:.3f} (in-sample {thr_in:.3f})", file=sys.stderr)
     del authors
     return per
@@ -236,6 +240,22 @@ def table(rows: list[Row], results: dict[str, dict]) -> dict:
         print(f"| {name} | {_pct(tot['caught'], tot['loops'])} | {_pct(tot['alarms'], tot['oks'])} | "
               f"{worst} {_pct(per[worst]['caught'], per[worst]['loops'])} | {meet}/{len(per)} |")
         summary[name] = {"pooled": tot, "per_writer": per}
+    print("\n| learned scorer | " + " | ".join(f"OOF threshold at {b:.0%}: recall; ok alarms" for b in BUDGETS)
+          + " | mean per-writer ROC AUC (items) |")
+    print("|---|" + "---:|" * (len(BUDGETS) + 1))
+    from sklearn.metrics import roc_auc_score
+
+    for name, per in results.items():
+        cells = []
+        for b in BUDGETS:
+            tot = defaultdict(int)
+            for w in writers:
+                for k, v in count(per[w]["test"], per[w]["by_budget"][b]).items():
+                    tot[k] += v
+            cells.append(f"{_pct(tot['caught'], tot['loops'])}; {_pct(tot['alarms'], tot['oks'])}")
+        aucs = [roc_auc_score([r.label == "loop" for r in per[w]["test"]], per[w]["scores"]) for w in writers]
+        summary[name]["auc"] = statistics.mean(aucs)
+        print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(aucs):.3f} |")
     blocks = sum(r.rules_block_or_stop for r in rows if r.writer != "authors")
     print(f"\n(the rules put a block or stop on {blocks} blind ok items; the learned scorer only ever hints)")
     return summary
