@@ -332,6 +332,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--writers", help="comma-separated writer letters to use (default: every tuning writer)")
     p.add_argument("--quick", action="store_true", help="fewer trees (for tests)")
     p.add_argument("--no-cost", action="store_true")
+    p.add_argument("--cost-only", action="store_true", help="only the cost and size (fits once on everything)")
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
     t0 = time.time()
@@ -348,15 +349,16 @@ def main(argv: list[str]) -> int:
     print(f"learned loop scorer, leave one writer out; {len(rows)} items, {n_steps} steps, {len(FEATURES)} "
           f"features (+2 from the rules); writers: " + ", ".join(f"{w} {lo}L/{ok}ok" for w, (lo, ok) in
                                                                  sorted(by_w.items())) + "\n")
-    results = {}
-    for v in VARIANTS:
-        results[v.name] = lowo(rows, v, a.quick)
-    summary = table(rows, results)
-    print("\nthresholds (chosen in each training fold on out-of-fold scores; in-sample in brackets): ")
-    for name, per in results.items():
-        print(f"  {name}: " + ", ".join(f"{w} {d['threshold']:.3f} ({d['threshold_in_sample']:.3f})"
-                                        for w, d in per.items()))
-    report = {"summary": summary, "features": FEATURES}
+    report: dict = {"features": FEATURES}
+    if not a.cost_only:
+        results = {}
+        for v in VARIANTS:
+            results[v.name] = lowo(rows, v, a.quick)
+        report["summary"] = table(rows, results)
+        print("\nthresholds (chosen in each training fold on out-of-fold scores; in-sample in brackets): ")
+        for name, per in results.items():
+            print(f"  {name}: " + ", ".join(f"{w} {d['threshold']:.3f} ({d['threshold_in_sample']:.3f})"
+                                            for w, d in per.items()))
     if not a.no_cost:
         lr = fit(VARIANTS[0], rows, a.quick)
         gbt = fit(VARIANTS[1], rows, a.quick)
