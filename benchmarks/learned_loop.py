@@ -47,7 +47,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # the models need the bench extra; the features and the threshold do not
+    np = None
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -139,7 +142,7 @@ def pick_threshold(ok_scores: list[float], budget: float = ALARM_BUDGET) -> floa
     s = sorted(ok_scores, reverse=True)
     if allowed >= len(s):
         return 0.0
-    return float(np.nextafter(s[allowed], 1.0))     # strictly above the (allowed+1)-th highest ok score
+    return math.nextafter(s[allowed], 1.0)     # strictly above the (allowed+1)-th highest ok score
 
 
 @dataclass
@@ -335,6 +338,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--cost-only", action="store_true", help="only the cost and size (fits once on everything)")
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
+    if np is None:
+        print("learned_loop.py needs numpy and scikit-learn: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
     t0 = time.time()
     items = load_corpus([CORPUS_ROOT / "tuning"], "tuning")       # never heldout/
     if a.writers:

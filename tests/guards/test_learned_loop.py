@@ -1,6 +1,6 @@
 """The learned loop-scorer experiment (benchmarks/learned_loop.py, docs/learned-loop-scorer.md):
-its features see what they claim to see, its threshold keeps the alarm budget, and
-the leave-one-writer-out run works end to end on a small subset. No timing here."""
+its features see what they claim to see and its threshold keeps the alarm budget (the
+leave-one-writer-out run itself needs the bench extra: docs/learned-loop-scorer.md). No timing here."""
 
 import math
 import subprocess
@@ -11,8 +11,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-pytest.importorskip("numpy")
 
 from learned_loop import pick_threshold  # noqa: E402
 from loop_features import FEATURES, Action, Featurizer  # noqa: E402
@@ -61,13 +59,3 @@ def test_the_threshold_keeps_the_alarm_budget():
     thr = pick_threshold(oks, 0.02)
     assert sum(s >= thr for s in oks) == 2
     assert sum(s >= pick_threshold(oks[:49], 0.02) for s in oks[:49]) == 0
-
-
-@pytest.mark.slow
-def test_leave_one_writer_out_on_two_writers():
-    pytest.importorskip("sklearn", reason="the bench extra (scikit-learn) is not installed")
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learned_loop.py"), "--writers", "a,c",
-                          "--quick", "--no-cost"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    assert "| a |" in out.stdout and "| c |" in out.stdout
-    assert "learned: gradient-boosted trees" in out.stdout and "pooled recall" in out.stdout
