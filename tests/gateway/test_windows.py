@@ -63,9 +63,9 @@ async def test_a_stop_lasts_until_an_idle_gap_then_a_new_window_starts(tmp_path)
     clock.now += 61
     again = await windows.call("fetch_report", {"report_id": "r-7"}, denied)
     assert again.result is not None and not again.hints
-    windows.close("done")
+    windows.shutdown("done")
     assert windows.run_ids == ["w-w1", "w-w2"]
-    assert store.get_run("w-w1")["status"] == "loop_aborted" and store.get_run("w-w2")["status"] == "completed"
+    assert store.get_run("w-w1")["status"] == "loop_aborted" and store.get_run("w-w2")["status"] == "ended"
     assert store.get_run("w-w1")["kind"] == "mcp"
 
 
@@ -81,6 +81,7 @@ async def test_a_budget_caps_a_window_and_reports_what_was_done(tmp_path):
 
     outcomes = [await windows.call("read_page", {"page": i}, counter) for i in range(3)]
     assert n == 2 and outcomes[2].result is None and "tool calls budget exhausted" in outcomes[2].error_text
+    await windows.settle()
     run = windows.store.get_run("b-w1")
     assert run["status"] == "budget_exceeded" and "read_page(page=0)" in run["reply"]
 
