@@ -105,10 +105,10 @@ class Client:
         return "\n".join(c["text"] for c in answer["result"]["content"] if c["type"] == "text")
 
 
-async def start(store: str) -> tuple[asyncio.subprocess.Process, Client]:
+async def start(store: str, *options: str) -> tuple[asyncio.subprocess.Process, Client]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tether.cli", "guard", "mcp", "--store", store, "--run-id", "gw", "--idle", "600",
-        "--", sys.executable, str(SERVERS), "tools",
+        sys.executable, "-m", "tether.cli", "guard", "mcp", "--store", store, "--run-id", "gw",
+        *(options or ("--idle", "600")), "--", sys.executable, str(SERVERS), "tools",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env())
     client = Client(proc)
     await client.request("initialize", INIT)
