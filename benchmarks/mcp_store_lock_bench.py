@@ -81,6 +81,7 @@ async def run(store: str, hold: float, calls: int, run_id: str) -> dict:
     await request("tools/list")
     await request("tools/call", {"name": "get_time", "arguments": {}})      # the window is open
     phases: dict[str, list[float]] = {"before the lock": [], "while locked": [], "after": []}
+    errors: dict[str, list[str]] = {phase: [] for phase in phases}
     locker = None
     for i in range(calls):
         if i == calls // 4:
@@ -90,8 +91,9 @@ async def run(store: str, hold: float, calls: int, run_id: str) -> dict:
             assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
         phase = "before the lock" if locker is None else "while locked" if locker.poll() is None else "after"
         answer, ms = await request("tools/call", {"name": "get_time", "arguments": {}})
-        assert "result" in answer, answer
         phases[phase].append(ms)
+        if "result" not in answer:
+            errors[phase].append(str(answer.get("error", {}).get("message", answer))[:120])
         if phase == "while locked":
             await asyncio.sleep(hold / (calls // 2))    # spread the calls over the lock
     assert locker is not None
@@ -102,7 +104,7 @@ async def run(store: str, hold: float, calls: int, run_id: str) -> dict:
 
     db = open_store(store)
     results = [e for e in db.events(f"{run_id}-w1") if e["type"] == "tool_result"]
-    return {"phases": phases, "recorded": len(results), "calls": calls + 1,
+    return {"phases": phases, "errors": errors, "recorded": len(results), "calls": calls + 1,
             "status": db.get_run(f"{run_id}-w1")["status"], "stderr": err.decode()[-400:]}
 
 
@@ -116,10 +118,14 @@ def main() -> None:
         store = args.store or str(Path(tmp) / "runs.db")
         out = asyncio.run(run(store, args.hold, args.calls, f"lockbench-{os.getpid()}"))
     print(f"store {'PostgreSQL' if args.store else 'SQLite'}, lock held {args.hold:g} s\n")
-    print("| phase | calls | median ms | worst ms |\n|---|---:|---:|---:|")
+    print("| phase | calls | median ms | worst ms | errors |\n|---|---:|---:|---:|---:|")
     for phase, values in out["phases"].items():
         if values:
-            print(f"| {phase} | {len(values)} | {statistics.median(values):.1f} | {max(values):.1f} |")
+            print(f"| {phase} | {len(values)} | {statistics.median(values):.1f} | {max(values):.1f} "
+                  f"| {len(out['errors'][phase])} |")
+    for phase, errs in out["errors"].items():
+        if errs:
+            print(f"\n{phase}: {errs[0]}")
     print(f"\n{out['recorded']} of {out['calls']} calls' results in the store; window status {out['status']}")
     if out["recorded"] != out["calls"]:
         print(out["stderr"])
