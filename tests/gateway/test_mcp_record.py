@@ -197,3 +197,27 @@ async def test_sigterm_with_the_store_still_locked_writes_everything_once_it_fre
     err = await ended(proc)
     assert b"to the store failed" not in err and b"writing the record failed" not in err and b"Traceback" not in err
     check_record(store_url, answers, "the gateway was terminated (SIGTERM)")
+
+
+@pytest.mark.slow        # a gateway and an MCP server in subprocesses
+async def test_a_lost_postgresql_connection_is_made_again_and_nothing_queued_is_lost(store_url):
+    """The server drops the gateway's store connection (as a restart would): calls go on, the
+    writer connects again, every call's events land."""
+    if not store_url.startswith("postgresql://"):
+        pytest.skip("PostgreSQL only: a SQLite store has no connection to lose")
+    import psycopg
+
+    proc, client = await start(store_url)
+    answers = [await client.call("get_time") for _ in range(3)]
+    with psycopg.connect(os.environ["TETHER_TEST_POSTGRES"], autocommit=True) as con:
+        gone = con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE application_name = 'tether' AND pid <> pg_backend_pid()").fetchall()
+    assert gone and all(ok for (ok,) in gone)
+    answers += [await client.call("get_time") for _ in range(6)]
+    answers += await asyncio.gather(*(client.call("slow", {"n": i}) for i in range(4)))
+    answers.append(await client.call("fetch_report", {"report_id": "r-1"}))
+    assert proc.stdin is not None
+    proc.stdin.close()
+    err = await ended(proc)
+    assert b"to the store failed" not in err and b"writing the record failed" not in err, err.decode()
+    check_record(store_url, answers, "the MCP client disconnected")

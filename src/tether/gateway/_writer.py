@@ -16,7 +16,10 @@ a store locked by another process only delays when the events land. What is
 queued is written in order; appends of one run queued one after the other are
 written as one chunk (one transaction); a writer made with ``retry_locked_s``
 tries a write again while the store is locked by someone else (a lock error
-writes nothing, so the retry cannot write twice), and
+writes nothing, so the retry cannot write twice) and, on PostgreSQL, after
+the connection was lost (a server restart): it connects again and goes on
+with what is queued (a write whose commit was lost with the connection may be
+there already: the store refuses it twice, it never lands twice).
 :meth:`StoreWriter.close` writes everything queued before the thread stops.
 
 A write that fails (a full disk, a store locked by another process past its
@@ -35,6 +38,14 @@ from collections.abc import Callable
 from typing import Any
 
 _STOP = object()
+
+
+def lost(error: BaseException) -> bool:
+    """The store's connection is gone (PostgreSQL restarted, the network dropped it)."""
+    text = str(error).lower()
+    return any(w in text for w in ("connection is closed", "connection is lost", "terminating connection",
+                                   "server closed the connection", "connection refused", "could not connect",
+                                   "cannot be reached", "consuming input failed", "connection to server"))
 
 
 def locked(error: BaseException) -> bool:
@@ -69,8 +80,9 @@ class StoreWriter:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._reported: set[str] = set()
         self._closed = False
+        self._replaced: list[Any] = []     # stores whose connection was lost (their queued writes go to .store)
         self.failures = 0
-        self.retried = 0          # writes tried again because the store was locked
+        self.retried = 0          # writes tried again because the store was locked or its connection lost
         self._thread = threading.Thread(target=self._run, name="tether-gateway-store", daemon=True)
         self._thread.start()
 
@@ -90,6 +102,9 @@ class StoreWriter:
         fut = asyncio.get_running_loop().create_future()
         self._queue.put((fn, args, kwargs, fut))
         return await fut
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
 
     def backlog(self) -> int:
         """About how many writes are queued and not yet run."""
@@ -154,14 +169,34 @@ class StoreWriter:
         deadline = time.monotonic() + self.retry_locked_s
         pause = 0.05
         while True:
+            if any(getattr(fn, "__self__", None) is old for old in self._replaced):
+                fn = getattr(self.store, fn.__name__)          # queued before the store was connected again
             try:
                 return fn(*args, **kwargs)
             except Exception as error:
-                if not locked(error) or time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or not (locked(error) or lost(error) and self._reconnect()):
                     raise
                 self.retried += 1
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
+
+    def _reconnect(self) -> bool:
+        """A store that can connect again (PostgreSQL: it has a URL) is replaced by a new connection
+        to it; True when it may be tried again (the server may still be down: tried on the next round)."""
+        url = getattr(self.store, "url", None)
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            return False
+        try:
+            fresh = type(self.store)(url)
+        except Exception:                   # noqa: BLE001 - still down: the next round tries again
+            return True
+        old, self.store = self.store, fresh
+        self._replaced.append(old)
+        try:
+            old.close()
+        except Exception:                   # noqa: BLE001 - it is gone already
+            pass
+        return True
 
     def _wake(self, done: list[asyncio.Future]) -> None:
         by_loop: dict[Any, list[asyncio.Future]] = {}
@@ -190,7 +225,10 @@ class DeferredStore:
 
     def __init__(self, writer: StoreWriter):
         self._writer = writer
-        self._store = writer.store
+
+    @property
+    def _store(self) -> Any:            # the writer's (a new one after a lost connection)
+        return self._writer.store
 
     @property
     def where(self) -> str:

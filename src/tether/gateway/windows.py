@@ -174,7 +174,7 @@ class GuardWindows:
         """Close the window and write out everything queued, however long the store stays
         locked (the process is exiting: nothing queued may be lost). Blocks."""
         self.close(reason)
-        if self.writer is not None:
+        if self.writer is not None and self.writer.is_alive():
             self.writer.close(timeout=None)
             if self.writer.failures:
                 import sys
