@@ -30,6 +30,7 @@ the gateway keeps serving.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import sys
 import threading
@@ -192,10 +193,8 @@ class StoreWriter:
             return True
         old, self.store = self.store, fresh
         self._replaced.append(old)
-        try:
+        with contextlib.suppress(Exception):     # it is gone already
             old.close()
-        except Exception:                   # noqa: BLE001 - it is gone already
-            pass
         return True
 
     def _wake(self, done: list[asyncio.Future]) -> None:
