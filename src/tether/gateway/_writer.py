@@ -82,6 +82,7 @@ class StoreWriter:
         self._reported: set[str] = set()
         self._closed = False
         self._replaced: list[Any] = []     # stores whose connection was lost (their queued writes go to .store)
+        self._trouble_since: float | None = None    # when the store became locked / unreachable (monotonic)
         self.failures = 0
         self.retried = 0          # writes tried again because the store was locked or its connection lost
         self._thread = threading.Thread(target=self._run, name="tether-gateway-store", daemon=True)
@@ -166,20 +167,28 @@ class StoreWriter:
         return out
 
     def _attempt(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """``fn(*args, **kwargs)``, tried again for up to ``retry_locked_s`` while the store is locked."""
-        deadline = time.monotonic() + self.retry_locked_s
+        """``fn(*args, **kwargs)``, tried again while the store is locked or its connection is being made
+        again, until it has been so for ``retry_locked_s`` (then every queued write is tried once, so a
+        store that stays locked delays the gateway's exit by that long at most)."""
         pause = 0.05
         while True:
             if any(getattr(fn, "__self__", None) is old for old in self._replaced):
                 fn = getattr(self.store, fn.__name__)          # queued before the store was connected again
             try:
-                return fn(*args, **kwargs)
+                value = fn(*args, **kwargs)
             except Exception as error:
-                if time.monotonic() >= deadline or not (locked(error) or lost(error) and self._reconnect()):
+                if not (locked(error) or lost(error) and self._reconnect()):
                     raise
+                if self._trouble_since is None:
+                    self._trouble_since = time.monotonic()
+                if time.monotonic() >= self._trouble_since + self.retry_locked_s:
+                    raise                   # one outage is waited out once, not once per queued write
                 self.retried += 1
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
+            else:
+                self._trouble_since = None
+                return value
 
     def _reconnect(self) -> bool:
         """A store that can connect again (PostgreSQL: it has a URL) is replaced by a new connection

@@ -154,7 +154,7 @@ class GuardWindows:
                                             run_id=run_id)
             self.session.specs = list(self.specs.values())
             self.run_ids.append(run_id)
-            self._renewed = now
+            self._renewed = now - LEASE_TTL_S      # the first flush renews the lease for LEASE_TTL_S
         return self.session
 
     def close(self, reason: str) -> None:
