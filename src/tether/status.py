@@ -2,7 +2,8 @@
 
 Seed 004 section 11.5 lists the business endings (submitted, succeeded,
 rejected, needs_human, failed, unknown, step_limit); the run loop adds its own
-(completed, awaiting_user, budget_exceeded, loop_aborted, error).
+(completed, awaiting_user, budget_exceeded, loop_aborted, error); a record that
+only saw an agent's tool calls (an MCP gateway window) ends ``ended``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class TerminalStatus(StrEnum):
     ERROR = "error"                    # the run itself crashed (model error, bug)
     PARTIAL = "partial"                # answered, but the goal's acceptance evidence is missing
     INVENTED_COMPLETION = "invented_completion"  # the reply claims what no tool result supports
+    ENDED = "ended"                    # the record stopped with no outcome to judge: tool calls seen, no final
+                                       # answer (an MCP gateway window closed by an idle gap or the client leaving)
 
     @property
     def is_clean_ending(self) -> bool:

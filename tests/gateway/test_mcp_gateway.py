@@ -127,7 +127,7 @@ async def test_calls_spread_over_idle_gaps_open_new_windows_and_all_succeed(tmp_
     assert out.exit_code == 0, out.output
     for n in range(1, 6):
         assert f"gw-w{n}" in out.output
-    assert "loop_aborted" in out.output and "completed" in out.output
+    assert "loop_aborted" in out.output and "ended" in out.output and "completed" not in out.output
 
 
 @pytest.mark.slow        # a gateway and an MCP server in subprocesses; the default suite keeps the 4th-call stop, a misbehaving server and the no-traceback check

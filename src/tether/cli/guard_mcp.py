@@ -29,8 +29,11 @@ with --listen HOST:PORT. Everything passes through (tools, resources, prompts,
 completions, logging, notifications); tool calls go through the guards.
 
 Guard state lives in a window: a burst of calls; --idle seconds without a call end it.
-Each window is a run of kind mcp in the store (tether runs list --kind mcp). A stop ends
-the window's calls; the next call after an idle gap opens a new window. No time or call
+Each window is a run of kind mcp in the store (tether runs list --kind mcp): it ends
+ended (an idle gap, the client gone; the gateway never sees a final answer, so never
+completed) or as a guard stopped it. A stop ends the window's calls; the next call after
+an idle gap opens a new window. The record is written by a thread of its own: a store
+locked by another process delays the record, never a call. No time or call
 cap unless --budget sets one. A server that dies, hangs or misbehaves gives the client a
 JSON-RPC error naming the cause, and is restarted on the next call.
 
@@ -62,7 +65,7 @@ def mcp_command(
     upstream: Annotated[str | None, typer.Option(help="a Streamable HTTP MCP server's URL, instead of COMMAND")] = None,
     exempt: Annotated[list[str] | None, typer.Option("--exempt", help="a tool the loop guard does not count, e.g. a status asked for again and again (repeatable)")] = None,
     store: Annotated[str | None, typer.Option(help="the run store: a file or a postgresql:// URL (default $TETHER_STORE or .tether/tether.db)")] = None,
-    run_id: Annotated[str | None, typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn)")] = None,
+    run_id: Annotated[str | None, typer.Option(help="prefix of the windows' run ids (default mcp-<random>; window n is PREFIX-wn; a prefix already in the store goes on after its last window)")] = None,
 ) -> None:
     with user_errors():
         from ..errors import UsageError
@@ -95,19 +98,22 @@ def mcp_command(
             def connect(on_message):
                 return HttpUpstream(upstream, on_message, startup_timeout=startup_timeout)
 
-        if listen:
-            from ..gateway._http import parse_listen, serve
-            from ..gateway.mcp_http import mcp_app
+        try:
+            if listen:
+                from ..gateway._http import parse_listen, serve
+                from ..gateway.mcp_http import mcp_app
 
-            host, port = parse_listen(listen)
-            err_console.print(f"tether guard mcp: serving Streamable HTTP on http://{host}:{port}/mcp "
-                              f"(windows {windows.base_id}-w*, store {db.where})", highlight=False)
-            serve(mcp_app(connect, windows=windows, call_timeout=call_timeout), host, port)
-        else:
-            try:
-                asyncio.run(serve_stdio(connect, windows=windows, call_timeout=call_timeout))
-            except KeyboardInterrupt:
-                windows.close("interrupted")
+                host, port = parse_listen(listen)
+                err_console.print(f"tether guard mcp: serving Streamable HTTP on http://{host}:{port}/mcp "
+                                  f"(windows {windows.base_id}-w*, store {db.where})", highlight=False)
+                serve(mcp_app(connect, windows=windows, call_timeout=call_timeout), host, port)
+            else:
+                try:
+                    asyncio.run(serve_stdio(connect, windows=windows, call_timeout=call_timeout))
+                except KeyboardInterrupt:
+                    windows.shutdown("interrupted")
+        finally:                 # a no-op when the server's own ending wrote everything
+            windows.shutdown("the gateway stopped")
     # stdout is the MCP wire: the summary goes to stderr
     runs = ", ".join(windows.run_ids) or "no tool calls"
     err_console.print(f"tether guard mcp: {len(windows.run_ids)} window(s): {runs} · {db.where}", highlight=False)

@@ -311,10 +311,17 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
 
     gateway = MCPGateway(connect, send, windows=windows, call_timeout=call_timeout)
     main = asyncio.current_task()
-    try:                                   # SIGTERM (a client closing us): finish the window, then exit
+    why = ["the MCP client disconnected"]
+
+    def terminated() -> None:
+        why[0] = "the gateway was terminated (SIGTERM)"
+        if main:
+            main.cancel()
+
+    try:                                   # SIGTERM (a client closing us): end the window, write it out, exit
         import signal
 
-        loop.add_signal_handler(signal.SIGTERM, lambda: main.cancel() if main else None)
+        loop.add_signal_handler(signal.SIGTERM, terminated)
     except (NotImplementedError, RuntimeError, ValueError):
         pass
     try:
@@ -342,8 +349,8 @@ async def serve_stdio(connect: Callable[..., Upstream], *, windows: GuardWindows
         pass
     finally:
         await gateway.close()
-        if windows is not None:
-            windows.close("the MCP client disconnected")
+        if windows is not None:      # everything queued is written before the process exits
+            await asyncio.to_thread(windows.shutdown, why[0])
 
 
 class _FileWriter:

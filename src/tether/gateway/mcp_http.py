@@ -52,8 +52,8 @@ def mcp_app(connect: Callable[..., Upstream], *, windows: GuardWindows | None, c
                 elif message["type"] == "lifespan.shutdown":
                     for s in sessions.values():
                         await s.gateway.close()
-                    if windows is not None:
-                        windows.close("the gateway shut down")
+                    if windows is not None:      # everything queued is written before the process exits
+                        await asyncio.to_thread(windows.shutdown, "the gateway shut down")
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":

@@ -13,6 +13,19 @@ Tool calls of a window are driven through the window's
 upstream call, record, ``after_tool``) rather than ``RunSession.tool``, which
 runs calls one at a time: here the upstream call itself runs outside any lock,
 so concurrent calls reach the server concurrently.
+
+The record never holds up a message: a window's writes are queued for the
+store thread (:class:`~._writer.StoreWriter`) and the call's answer goes back
+at once. A store locked by another process (a long ``tether eval`` commit, a
+backup, a slow disk) delays when the events land, not the calls; queued writes
+are written in order, tried again while the store is locked, and written out
+before the gateway exits (client gone, SIGTERM, Ctrl-C, HTTP shutdown).
+What is queued when the gateway is killed outright (SIGKILL, power loss) is lost.
+
+A window that ends without a stop (an idle gap, the client gone, the gateway
+shutting down) ends ``ended``: the gateway sees tool calls, never the agent's
+final answer, so it cannot say the task was completed (``completed`` would count
+as a success in ``tether stats``; ``ended`` never does).
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ from ..messages import ToolCallRequest, ToolSpec
 from ..runtime import RunConfig, RunSession
 from ..status import TerminalStatus
 from ..tools import ToolSet
+from ._writer import DeferredStore, StoreWriter
 
 # What the store keeps of one tool result: a result bigger than this is kept as
 # its head plus its size and digest (the digest keeps the loop guard's "same
@@ -38,6 +52,13 @@ RECORD_LIMIT = 64 * 1024
 
 STOP_TEXT = ("tether stopped this window of calls: {reason}. Do not call tools again now: tell the user "
              "what was done, what was not, and why. Calls are accepted again after {idle} without calls.")
+
+# Writes queued and not yet in the store (a store locked for long): past this many a call
+# waits for the store before it answers, so memory stays bounded.
+MAX_BACKLOG = 10_000
+# How long a write is tried again while another process holds the store locked.
+RETRY_LOCKED_S = 600.0
+LEASE_TTL_S = 3600.0
 
 
 @dataclass
@@ -88,6 +109,8 @@ class GuardWindows:
         self.make_guards = guards
         self.guards_label = guards_label
         self.store = store
+        self.writer = StoreWriter(store, retry_locked_s=RETRY_LOCKED_S) if store is not None else None
+        self._deferred = DeferredStore(self.writer) if self.writer is not None else None
         self.idle = idle
         self.base_id = base_id or f"mcp-{uuid.uuid4().hex[:8]}"
         self.meta = dict(meta or {})
@@ -100,6 +123,9 @@ class GuardWindows:
         self.count = 0            # windows opened
         self.calls = 0            # calls in the current window
         self.run_ids: list[str] = []
+        self._renewed = 0.0
+        if store is not None and base_id is not None:     # a prefix used before (a gateway restarted): go on after it
+            self.count = _windows_used(store, self.base_id)
 
     # -- tools seen in tools/list -----------------------------------------------------
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
@@ -121,21 +147,40 @@ class GuardWindows:
             self.calls = 0
             self.stopped = None
             run_id = f"{self.base_id}-w{self.count}"
-            config = RunConfig(guards=tuple(self.make_guards()), guards_label=self.guards_label, store=self.store,
-                               max_steps=10**9, kind="mcp", meta={**self.meta, "window": self.count,
-                                                                  "idle_s": self.idle})
+            config = RunConfig(guards=tuple(self.make_guards()), guards_label=self.guards_label,
+                               store=self._deferred, max_steps=10**9, kind="mcp", checkpoints=False,
+                               meta={**self.meta, "window": self.count, "idle_s": self.idle})
             self.session = RunSession.start(model_name=self.model_name, tools=ToolSet([]), config=config,
                                             run_id=run_id)
             self.session.specs = list(self.specs.values())
             self.run_ids.append(run_id)
+            self._renewed = now - LEASE_TTL_S      # the first flush renews the lease for LEASE_TTL_S
         return self.session
 
     def close(self, reason: str) -> None:
-        """Finish the current window (idle gap, client gone, gateway shutting down)."""
+        """Finish the current window (idle gap, client gone, gateway shutting down): ``ended``,
+        not ``completed``: no final answer passes through the gateway. Its writes are queued."""
         session, self.session = self.session, None
         if session is None or session.finished is not None:
             return
-        session.finish(TerminalStatus.COMPLETED, "", reason)
+        session.finish(TerminalStatus.ENDED, "", reason)
+
+    async def settle(self) -> None:
+        """Wait until everything queued so far is in the store."""
+        if self.writer is not None:
+            await self.writer.commit()
+
+    def shutdown(self, reason: str) -> None:
+        """Close the window and write out everything queued, however long the store stays
+        locked (the process is exiting: nothing queued may be lost). Blocks."""
+        self.close(reason)
+        if self.writer is not None and self.writer.is_alive():
+            self.writer.close(timeout=None)
+            if self.writer.failures:
+                import sys
+
+                print(f"tether guard mcp: {self.writer.failures} write(s) to the store failed; see above",
+                      file=sys.stderr, flush=True)
 
     # -- one call ---------------------------------------------------------------------
     async def call(self, name: str, arguments: dict[str, Any],
@@ -143,6 +188,7 @@ class GuardWindows:
         """One ``tools/call`` through the window's guards. ``forward`` makes the
         upstream call and returns its result (it raises on infrastructure failure,
         which is recorded as such and re-raised)."""
+        await self._bounded()
         session = self._window()
         if self.stopped is not None:
             return CallAnswer(None, STOP_TEXT.format(reason=self.stopped.reason, idle=_fmt_seconds(self.idle)))
@@ -192,6 +238,36 @@ class GuardWindows:
         return CallAnswer(None, STOP_TEXT.format(reason=stop.reason, idle=_fmt_seconds(self.idle)))
 
     def _flush(self, session: RunSession) -> None:
-        if self.store is not None:
-            session.flush()
-            self.store.renew_lease(session.run_id, session.holder, 3600.0)
+        """Queue the call's events (the store thread writes them; nothing here waits)."""
+        if self._deferred is None:
+            return
+        session.flush()
+        now = self.clock()
+        if now - self._renewed > LEASE_TTL_S / 4:
+            self._renewed = now
+            self._deferred.renew_lease(session.run_id, session.holder, LEASE_TTL_S)
+
+    async def _bounded(self) -> None:
+        """A store locked for long: past MAX_BACKLOG queued writes, wait for it (memory stays bounded)."""
+        if self.writer is not None and self.writer.backlog() > MAX_BACKLOG:
+            await self.writer.commit()
+
+
+def _windows_used(store: Any, base: str) -> int:
+    """How many windows ``base`` already has in the store (``base-w1`` .. ``base-wN`` exist):
+    a gateway restarted with the same --run-id numbers its windows on from there, since a
+    run is never overwritten. Windows are numbered in order, so a doubling then a halving
+    search finds N in a few reads."""
+    if store.get_run(f"{base}-w1") is None:
+        return 0
+    high = 2
+    while store.get_run(f"{base}-w{high}") is not None:
+        high *= 2
+    low = high // 2                  # low exists, high does not
+    while high - low > 1:
+        mid = (low + high) // 2
+        if store.get_run(f"{base}-w{mid}") is not None:
+            low = mid
+        else:
+            high = mid
+    return low

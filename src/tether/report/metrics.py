@@ -8,7 +8,9 @@ every rate and mean; a run still ``running`` is counted in ``running``).
 docs/report.md defines each key:
 
 * ``completion_rate``: runs whose status is ``completed``, ``submitted`` or
-  ``succeeded`` (the agent ended the task itself) / runs;
+  ``succeeded`` (the agent ended the task itself) / runs with an outcome (a run
+  that ended ``ended``, an MCP gateway window, has none: it is in every other
+  number, never in this one);
 * ``steps_mean`` / ``steps_p95``: model steps per run (``run_finished.steps``);
   the 95th percentile by the nearest-rank method (the smallest value with at
   least 95 % of runs at or below it);
@@ -33,6 +35,7 @@ from typing import Any, Iterable
 from ..errors import UsageError
 
 from ..store.facts import CLAIM_CHECK_RULES, run_facts  # noqa: F401  (one definition, shared with the stores)
+from ..store.queries import NO_OUTCOME
 
 COMPLETION_STATUSES = frozenset({"completed", "submitted", "succeeded"})
 KEYS = ("completion_rate", "steps_mean", "steps_p95", "loop_trigger_rate", "invented_completion_rate",
@@ -97,8 +100,10 @@ def summarize(facts: list[dict[str, Any]], *, errors: int = 0, running: int = 0)
     def mean(key: str, digits: int = 4) -> float | None:
         return round(sum(f[key] for f in facts) / n, digits) if n else None
 
+    judged = sum(1 for f in facts if f["status"] not in NO_OUTCOME)
     return {
-        "completion_rate": round(sum(1 for f in facts if f["status"] in COMPLETION_STATUSES) / n, 4) if n else None,
+        "completion_rate": round(sum(1 for f in facts if f["status"] in COMPLETION_STATUSES) / judged, 4)
+        if judged else None,
         "steps_mean": mean("steps"),
         "steps_p95": p95([f["steps"] for f in facts]),
         "loop_trigger_rate": rate("loop"),

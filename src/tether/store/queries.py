@@ -16,6 +16,7 @@ from .facts import COLUMNS as METRIC_COLUMNS
 
 COMPLETION_STATUSES = ("completed", "submitted", "succeeded")
 LEFT_OUT = ("running", "error")
+NO_OUTCOME = ("ended",)      # a record with no outcome (an MCP gateway window): not in the completion rate at all
 FILTER_COLUMNS = ("eval_id", "model", "case_id", "status", "kind")
 SEARCH_COLUMNS = ("run_id", "case_id", "model", "status", "eval_id")
 
@@ -192,10 +193,12 @@ def run_metrics(query: Callable[[str, list[Any]], list[tuple]], dialect: str, **
     statuses = {str(s): int(n) for s, n in query(f"SELECT status, COUNT(*) FROM runs{where} GROUP BY status", params)}
     done = _and(where, "status NOT IN ('running', 'error')")
     completed = ", ".join(f"'{s}'" for s in COMPLETION_STATUSES)
+    no_outcome = ", ".join(f"'{s}'" for s in NO_OUTCOME)
     row = query("SELECT COUNT(*), "
                 f"SUM(CASE WHEN status IN ({completed}) THEN 1 ELSE 0 END), "
                 "SUM(COALESCE(steps, 0)), SUM(COALESCE(looped, 0)), SUM(COALESCE(invented, 0)), "
-                "SUM(COALESCE(hitl, 0)), SUM(COALESCE(cost, 0)), SUM(COALESCE(tokens, 0)) "
+                "SUM(COALESCE(hitl, 0)), SUM(COALESCE(cost, 0)), SUM(COALESCE(tokens, 0)), "
+                f"SUM(CASE WHEN status IN ({no_outcome}) THEN 1 ELSE 0 END) "
                 f"FROM runs{done}", params)[0]
     n = int(row[0] or 0)
     p95 = None
@@ -207,8 +210,9 @@ def run_metrics(query: Callable[[str, list[Any]], list[tuple]], dialect: str, **
     def share(value: Any, digits: int = 4) -> float | None:
         return round(float(value or 0) / n, digits) if n else None
 
+    judged = n - int(row[8] or 0)
     return {
-        "completion_rate": share(row[1]),
+        "completion_rate": round(float(row[1] or 0) / judged, 4) if judged else None,
         "steps_mean": share(row[2]),
         "steps_p95": p95,
         "loop_trigger_rate": share(row[3]),
