@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from ..errors import UsageError
 from ..ids import check_id
@@ -238,6 +236,10 @@ def show_run(
     if run["reason"]:
         console.print(f"reason: {run['reason']}", highlight=False)
     effects = db.effects(run_id)
+    approvals = db.approvals(run_id)
+    if effects or approvals:
+        from rich import box
+        from rich.table import Table
     if effects:
         from ..runtime.effects import calls_by_key
 
@@ -249,7 +251,6 @@ def show_run(
             how = ", ".join(f"{label} {n}" for label, n in calls.get(e["key"], {}).items()) or "-"
             table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], data_json(e["arguments"]))
         console.print(table)
-    approvals = db.approvals(run_id)
     if approvals:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="approvals")
         for col in ("id", "tool", "status", "by", "arguments", "reason"):
