@@ -36,10 +36,13 @@ def plain_coercion(command: Any) -> None:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue
-        kind = _plain_kind(descriptor, param)
-        if kind is not None:
-            param._runtime_param = _Plain(parameter_info=descriptor.parameter_info,   # type: ignore[call-arg]
-                                          annotation=descriptor.annotation, kind=kind, descriptor=descriptor)
+        try:
+            kind = _plain_kind(descriptor, param)
+            if kind is not None:
+                param._runtime_param = _Plain(parameter_info=descriptor.parameter_info,   # type: ignore[call-arg]
+                                              annotation=descriptor.annotation, kind=kind, descriptor=descriptor)
+        except (TypeError, AttributeError, ValueError):      # another Typer's internals: its own coercion stays
+            continue
     for sub in getattr(command, "commands", {}).values():
         plain_coercion(sub)
 
