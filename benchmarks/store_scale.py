@@ -25,9 +25,12 @@ same machine (on a shared machine the load moves within seconds):
   not in it);
 * the viewer's index page and an eval's report page: server time
   (``Viewer.index`` / ``Viewer.eval_report`` on a fresh viewer: no cached page);
-* ``runs list`` and ``runs list --eval ID`` as a process (``python -m
-  tether.cli ...``): what a user waits for, Python's start-up and imports
-  (psycopg for PostgreSQL) included;
+* the same four commands as a process (``python -m tether.cli ...``, stdout a
+  pipe): what a user waits for, Python's start-up and imports (psycopg for
+  PostgreSQL) included. tether is byte-compiled first, as ``pip install`` does
+  (where ``PYTHONDONTWRITEBYTECODE`` is set an editable install would otherwise
+  compile its modules in every process); run this with a virtualenv's python
+  that has no extra ``.pth`` start-up hooks to see what a user sees;
 * cold first command (SQLite): ``tether runs list`` as a new process after the
   store's file was evicted from the page cache (``posix_fadvise DONTNEED``),
   Python's start-up included;
@@ -213,6 +216,8 @@ def measure(targets: list[tuple[str, str, Path | None]], repeat: int) -> dict[st
             "viewer eval page (server)": (lambda store=store, e=eval_id: Viewer(store).eval_report(e), False),
             "runs list, as a process": (process("runs", "list", "--store", where), True),
             "runs list --eval ID, as a process": (process("runs", "list", "--eval", eval_id, "--store", where), True),
+            "runs show RUN, as a process": (process("runs", "show", some["run_id"], "--store", where), True),
+            "stats, as a process": (process("stats", "--store", where), True),
         }
     for key in jobs[targets[0][0]]:
         for backend in jobs:
@@ -258,11 +263,11 @@ def prune_and_vacuum(where: str) -> dict[str, Any]:
             "size after": after["size"], "prune": pruned, "vacuum": vacuumed, "check (full scan)": checked}
 
 
-def startup() -> float:
+def startup(*args: str) -> float:
     times = []
     for _ in range(5):
         started = time.perf_counter()
-        subprocess.run([*TETHER, "--help"], check=True, capture_output=True)
+        subprocess.run(list(args) or [*TETHER, "--help"], check=True, capture_output=True)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -279,9 +284,16 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="measure the stores a run with --keep DIR --no-prune "
                     "left: DIR/scale.db and the store at --postgres URL (its search_path included); no build")
     args = ap.parse_args()
+    import compileall
+
+    import tether
+
+    compileall.compile_dir(Path(tether.__file__).parent, quiet=2)     # as pip install does; only stale files
     folder = args.keep or Path(tempfile.mkdtemp(prefix="tether-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"python start-up (tether --help)": startup(), "repeat": args.repeat}
+    report: dict[str, Any] = {"python start-up (tether --help)": startup(),
+                              "bare python (python -c pass)": startup(sys.executable, "-c", "pass"), "repeat": args.repeat,
+                              "python": sys.executable}
     big = folder / "scale.db"
     targets: list[tuple[str, str, Path | None]] = [("sqlite", str(big), big)]
     if args.reuse:          # the stores a previous run built (and did not prune): measure them again
@@ -332,8 +344,9 @@ def print_table(report: dict[str, Any]) -> None:
     backends = [b for b in ("sqlite", "postgresql") if b in report]
     first = report[backends[0]]
     seed = f" (copies of one `tether eval c4`: {report['seed']['runs']} runs)" if "seed" in report else ""
-    print(f"\n{first['runs']:,} runs, {first['evals']:,} evals{seed}; python start-up "
-          f"{report['python start-up (tether --help)']:.2f} s; load average (1, 5, 15 min) "
+    print(f"\n{first['runs']:,} runs, {first['evals']:,} evals{seed}; python -c pass "
+          f"{report.get('bare python (python -c pass)', 0):.3f} s, tether --help "
+          f"{report['python start-up (tether --help)']:.3f} s; load average (1, 5, 15 min) "
           + ", ".join(f"{x:.2f}" for x in report["load average"]) + " at the start, "
           + ", ".join(f"{x:.2f}" for x in report["load average after"]) + " after the timings\n")
     print(f"wall-clock seconds, median of {report['repeat']}, the backends taking turns; in parentheses the CPU "
@@ -343,7 +356,7 @@ def print_table(report: dict[str, Any]) -> None:
     print("|---|" + "---:|" * (len(backends) + ratio))
     keys = ["runs list", "runs list --eval ID", "runs show RUN", "stats", "viewer index (server)",
             "viewer eval page (server)", "runs list, as a process", "runs list --eval ID, as a process",
-            "cold first command (process)", "build", "prune", "vacuum", "check (full scan)"]
+            "runs show RUN, as a process", "stats, as a process", "cold first command (process)", "build", "prune", "vacuum", "check (full scan)"]
     for key in keys:
         if not any(key in report[b] for b in backends):
             continue

@@ -15,6 +15,7 @@ Three families are kept apart (see STYLE.md item 5)::
     │   ├── RunBusy                another process is driving that run (it holds the run's lease)
     │   ├── RunMissing             a results file's run is not in the store, or not the run it pinned (evals/stored.py)
     │   ├── StoreError             a store that cannot be used as given: a folder, not SQLite, damaged, read-only (store/opening.py)
+    │   │   ├── NoStore            a command that only reads was given a path with no store; it makes none (store/opening.py)
     │   │   └── DamagedRun         one run whose stored events cannot be read; the other runs go on (store/opening.py)
     │   ├── UnsafeId               an id outside the one id pattern (ids.py)
     │   └── OutsideRoot            a path built from data that would leave its folder (ids.py)

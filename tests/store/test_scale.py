@@ -364,3 +364,20 @@ def test_a_glob_listing_is_the_newest_matches_wherever_they_are(filled, monkeypa
             assert [r["run_id"] for r in db.run_page(10, model=model, before=cursor)[0]] == want[1:]
     out = invoke("runs", "list", "--model", "policy:q*", "--store", filled).output
     assert "pa-2" in out and "1 run(s)" in out
+
+
+def test_store_info_reports_the_stores_own_schema_version(filled, backend):
+    """`store info` names the schema version of the store, not this tether's: an older PostgreSQL store is
+    read as it is (version 1 here) until a writer upgrades it."""
+    import json
+
+    from tether.store import postgres, sqlite
+
+    mine = (postgres if backend == "postgresql" else sqlite).SCHEMA_VERSION
+    assert json.loads(invoke("store", "info", filled, "--format", "json").stdout)["schema"] == mine
+    if backend == "postgresql":
+        _set_version(filled, backend, 1)
+        info = invoke("store", "info", filled, "--format", "json")
+        assert info.exit_code == 0 and json.loads(info.stdout)["schema"] == 1, info.output
+        open_store(filled).create_run("upgrader", model="m")                  # a writer upgrades it
+        assert json.loads(invoke("store", "info", filled, "--format", "json").stdout)["schema"] == mine

@@ -83,6 +83,9 @@ class LazyGroup(TyperGroup):
             command = typer.main.get_command(single)
         command.name = name
         _tidy(command)
+        from ._params import plain_coercion
+
+        plain_coercion(command)        # its options read without pydantic when their values are plain
         return command
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:

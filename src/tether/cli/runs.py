@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from ..errors import UsageError
 from ..ids import check_id
@@ -60,8 +58,10 @@ def list_runs(
 ) -> None:
     filters = {"eval_id": eval_id, "model": model, "case_id": case, "status": status, "kind": kind}
     with user_errors():
-        from ..store import open_store
-        db = open_store(store, read_only=True)
+        db = _store_to_read(store)
+        if db is None:
+            return emit(_none_yet("runs", RUN_COLUMNS, store, {"total": 0, "counted_upto": _COUNT_UPTO,
+                                                              "next": None}), fmt)
         try:
             cursor = None
             if before is not None:
@@ -119,11 +119,12 @@ def list_evals(
                                                        "line names it)", metavar="EVAL")] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    from ..report.overview import eval_rows, subject_line
+    from ..report.overview import eval_rows
 
     with user_errors():
-        from ..store import open_store
-        db = open_store(store, read_only=True)
+        db = _store_to_read(store)
+        if db is None:
+            return emit(_none_yet("evals", EVAL_COLUMNS, store, {"next": None}), fmt)
         if before is not None and db.get_eval(before) is None:
             raise UsageError(f"--before {before!r}: no such eval in {db.where} (tether runs evals)")
         found = db.list_evals(limit + 1, before=before)
@@ -135,12 +136,41 @@ def list_evals(
     if resolve(fmt) is Format.table:          # for a person: one line per subject, a column per dimension
         emit(_evals_table(rows, note), Format.table)
         return
-    emit(Listing("evals", [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
-                           Column("models", show=", ".join), Column("guards", show=", ".join),
-                           Column("runs", right=True), Column("errors", right=True),
-                           Column("subjects", "rate per dimension",
-                                  show=lambda subjects: "\n".join(subject_line(x) for x in subjects) or "-")],
-                 rows, notes=[note], extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
+    emit(Listing("evals", EVAL_COLUMNS, rows, notes=[note],
+                 extra={"store": db.where, "next": rows[-1]["eval"] if more else None}), fmt)
+
+
+def _subjects(subjects: list) -> str:
+    from ..report.overview import subject_line
+
+    return "\n".join(subject_line(x) for x in subjects) or "-"
+
+
+EVAL_COLUMNS = [Column("eval", whole=True), Column("suite"), Column("status"), Column("created", show=lambda v: v[:16]),
+                Column("models", show=", ".join), Column("guards", show=", ".join),
+                Column("runs", right=True), Column("errors", right=True),
+                Column("subjects", "rate per dimension", show=_subjects)]
+
+
+def _store_to_read(store: str | None):
+    """The store a listing reads, or None when there is none there yet (a read makes none)."""
+    from ..store import open_store
+    from ..store.opening import NoStore
+
+    try:
+        return open_store(store, read_only=True)
+    except NoStore:
+        return None
+
+
+def _none_yet(kind: str, columns: list[Column], store: str | None, extra: dict) -> Listing:
+    """An empty listing of a store that is not there yet: it says so, and the command exits 0."""
+    from ..store.connect import store_spec
+
+    where = str(store_spec(store))
+    return Listing(kind, columns, [], notes=[f"no store at {where} yet: no {kind} (tether run or tether eval "
+                                             "records runs there; this command makes none)"],
+                   extra={"store": where, **extra})
 
 
 def _evals_table(rows: list[dict], note: str) -> Listing:
@@ -185,8 +215,9 @@ def list_approvals(
             raise UsageError(f"--status {status!r}: use one of {', '.join(statuses)} or all")
         if run is not None:
             check_id(run, "--run")
-        from ..store import open_store
-        db = open_store(store, read_only=True)
+        db = _store_to_read(store)
+        if db is None:
+            return emit(_none_yet("approvals", APPROVAL_COLUMNS, store, {}), fmt)
         found = db.approvals(run, None if status == "all" else status, limit=limit)
     rows = [{"approval": a["id"], "run": a["run_id"], "tool": a["tool"], "arguments": a["arguments"],
              "status": a["status"], "reason": a["reason"], "asked": _iso(a["created"]),
@@ -195,11 +226,13 @@ def list_approvals(
     said = f"{status} " if status != "all" else ""
     note = (f"{len(rows)} {said}approval(s) in {db.where}" + (f" for run {run}" if run else "")
             + ("; decide with: tether approve RUN" if status == "pending" and rows else ""))
-    emit(Listing("approvals", [Column("approval", whole=True), Column("run", whole=True), Column("tool"),
-                               Column("arguments", show=data_json), Column("status"), Column("reason"),
-                               Column("asked", show=lambda v: v[5:16]), Column("decided_by", "by"),
-                               Column("expires", show=lambda v: v[5:16] if v else "-")],
-                 rows, notes=[note], extra={"store": db.where}), fmt)
+    emit(Listing("approvals", APPROVAL_COLUMNS, rows, notes=[note], extra={"store": db.where}), fmt)
+
+
+APPROVAL_COLUMNS = [Column("approval", whole=True), Column("run", whole=True), Column("tool"),
+                    Column("arguments", show=data_json), Column("status"), Column("reason"),
+                    Column("asked", show=lambda v: v[5:16]), Column("decided_by", "by"),
+                    Column("expires", show=lambda v: v[5:16] if v else "-")]
 
 
 @app.command("show", help="Show one run whole: its status, the side-effect ledger, approvals, then every event: "
@@ -238,6 +271,10 @@ def show_run(
     if run["reason"]:
         console.print(f"reason: {run['reason']}", highlight=False)
     effects = db.effects(run_id)
+    approvals = db.approvals(run_id)
+    if effects or approvals:
+        from rich import box
+        from rich.table import Table
     if effects:
         from ..runtime.effects import calls_by_key
 
@@ -249,7 +286,6 @@ def show_run(
             how = ", ".join(f"{label} {n}" for label, n in calls.get(e["key"], {}).items()) or "-"
             table.add_row(str(e["step"]), e["tool"], e["status"], how, e["key"], data_json(e["arguments"]))
         console.print(table)
-    approvals = db.approvals(run_id)
     if approvals:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="approvals")
         for col in ("id", "tool", "status", "by", "arguments", "reason"):

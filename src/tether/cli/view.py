@@ -29,8 +29,15 @@ def view_command(
     from ..report.html.server import make_server
     from ..store import open_store
 
+    from ..store.opening import NoStore
+
     with user_errors():
-        db = open_store(store, read_only=True)
+        try:
+            db = open_store(store, read_only=True)
+        except NoStore as exc:
+            console.print(f"tether view: no store at {exc.path} yet, nothing to show (tether run or tether eval "
+                          "records runs there; this command makes none)", highlight=False, soft_wrap=True)
+            return
         try:
             server = make_server(db, port)
         except OSError as exc:

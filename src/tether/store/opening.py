@@ -38,6 +38,16 @@ class StoreError(UsageError):
     """A store that cannot be used as given (the message names the file and what to do)."""
 
 
+class NoStore(StoreError):
+    """No store at the path a command that only reads was given: it makes none (the
+    listings say so and exit 0; a command that needs a run exits 2)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        super().__init__(f"no store at {path} yet: this command only reads and makes none (tether run or "
+                         "tether eval records runs there), or give another --store / $TETHER_STORE")
+
+
 class DamagedRun(StoreError):
     """One run whose stored events cannot be read (a damaged row): that run is refused,
     naming it; every other run, and the commands over all of them, go on."""
@@ -123,6 +133,8 @@ def connect(path: Path, *, read_only: bool) -> tuple[sqlite3.Connection, bool]:
     if str(path) == ":memory:":
         return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None), False
     LAST_OPENED.append(path)
+    if read_only and not path.exists() and not Path(f"{path}-wal").exists():
+        raise NoStore(path)             # a read never makes a store (nor its folder)
     _check_path(path, read_only)
     if _writable(path) or not path.exists():
         try:

@@ -553,11 +553,12 @@ class PostgresStore:
 
     # -- upkeep (tether store ...) ----------------------------------------------------------------
     def info(self) -> dict:
-        (_, [(size,)]), (_, [(runs, oldest, newest)]), (_, [(evals,)]) = self._reads(
+        (_, [(size,)]), (_, [(runs, oldest, newest)]), (_, [(evals,)]), (_, versions) = self._reads(
             ("SELECT " + " + ".join(f"pg_total_relation_size('{t}')" for t in TABLES), ()),
-            ("SELECT COUNT(*), MIN(created), MAX(created) FROM runs", ()), ("SELECT COUNT(*) FROM evals", ()))
+            ("SELECT COUNT(*), MIN(created), MAX(created) FROM runs", ()), ("SELECT COUNT(*) FROM evals", ()),
+            (_VERSION, ()))
         return {"backend": self.backend, "where": self.where, "size": int(size), "runs": int(runs),
-                "evals": int(evals), "oldest": oldest, "newest": newest, "schema": SCHEMA_VERSION}
+                "evals": int(evals), "oldest": oldest, "newest": newest, "schema": _newest(versions)}   # the store's
 
     def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
         keep, params = keep_clause("postgresql", keep_evals)

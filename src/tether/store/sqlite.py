@@ -624,8 +624,9 @@ class SQLiteStore:
                    if str(self.path) != ":memory:" and p.exists())
         runs, oldest, newest = self._rows("SELECT COUNT(*), MIN(created), MAX(created) FROM runs")[0]
         evals = self._rows("SELECT COUNT(*) FROM evals")[0][0]
+        schema = self._rows("PRAGMA user_version")[0][0]          # the store's own (a read-only older one stays so)
         return {"backend": self.backend, "where": self.where, "size": size, "runs": runs, "evals": evals,
-                "oldest": oldest, "newest": newest, "schema": SCHEMA_VERSION}
+                "oldest": oldest, "newest": newest, "schema": schema}
 
     def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
         """Delete the runs created before ``older_than`` (a UNIX time) with all their rows, except

@@ -1,0 +1,82 @@
+"""What a read command loads as a process: a listing of 100,000 runs takes ~10 ms in the store, so
+what a user waits for is Python's start-up and imports. These pin the causes (a timing cannot, on a
+shared machine); benchmarks/store_scale.py measures the processes ("as a process" rows)."""
+
+import ast
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from tether.cli import app
+
+# Never needed to read the store and print a listing: pydantic (Typer 0.2x coerces options through a
+# pydantic TypeAdapter; tether.cli._params reads plain values without it), the event models, the eval
+# runner and the judge (asyncio with them), the results model, markdown, jsonschema, and psycopg for a file.
+_LISTING_NEVER = ("pydantic", "typer._adapters", "tether.events", "tether.messages", "tether.evals",
+                  "tether.report.compare", "asyncio", "rich.markdown", "jsonschema", "psycopg", "yaml")
+# runs show prints the run's events through their models (pydantic is its price), nothing else of that list
+_SHOW_NEVER = ("typer._adapters", "tether.evals", "tether.report.compare", "asyncio", "rich.markdown",
+               "jsonschema", "psycopg", "yaml")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    db = str(tmp_path_factory.mktemp("startup") / "t.db")
+    res = CliRunner().invoke(app, ["run", "C4-PA-02", "--run-id", "s1", "--store", db], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return db
+
+
+def _loaded(args: list[str], never: tuple[str, ...]) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``tether ARGS`` in a fresh process (stdout a pipe), and which of ``never`` it imported."""
+    probe = ("import sys\n"
+             f"sys.argv = ['tether', *{args!r}]\n"
+             "from tether.cli import main\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+             f"sys.stderr.write('\\nLOADED ' + repr(sorted(m for m in {never!r} if m in sys.modules)))\n"
+             "sys.exit(code)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    loaded = proc.stderr.rpartition("LOADED ")[2].strip()
+    return proc, ast.literal_eval(loaded) if loaded.startswith("[") else [f"(no probe output: {proc.stderr[-300:]})"]
+
+
+@pytest.mark.parametrize("args", [
+    ["runs", "list"],
+    ["runs", "list", "--eval", "ev-20250101-*", "--limit", "20"],
+    ["runs", "list", "--format", "json", "--kind", "run"],
+    ["stats"],
+    ["stats", "--since", "7d", "--format", "json"],
+])
+def test_a_listing_loads_no_models(store, args):
+    proc, loaded = _loaded([*args, "--store", store], _LISTING_NEVER)
+    assert proc.returncode == 0, proc.stderr
+    assert loaded == [], f"tether {' '.join(args)} loaded {loaded}"
+
+
+def test_runs_show_loads_only_the_event_models(store):
+    proc, loaded = _loaded(["runs", "show", "s1", "--store", store], _SHOW_NEVER)
+    assert proc.returncode == 0, proc.stderr
+    assert "run s1" in proc.stdout and "run_finished" in proc.stdout
+    assert loaded == [], f"tether runs show loaded {loaded}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["runs", "list", "--limit", "0"], "greater than or equal to 1"),
+    (["runs", "list", "--limit", "x"], "valid integer"),
+    (["runs", "list", "--format", "nope"], "'nope' is not one of"),
+])
+def test_a_bad_value_still_gets_typers_own_message(store, args, message):
+    """A value the plain reading does not take is handed to Typer's coercion: its message, exit 2."""
+    res = CliRunner().invoke(app, [*args, "--store", store])
+    assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_plain_values_read_as_typer_reads_them(store):
+    """The same document for --limit 3 and for ' 3' (which only Typer's own coercion takes)."""
+    runner = CliRunner()
+    plain = runner.invoke(app, ["runs", "list", "--limit", "3", "--format", "json", "--store", store])
+    spaced = runner.invoke(app, ["runs", "list", "--limit", " 3", "--format", "json", "--store", store])
+    assert plain.exit_code == 0 and spaced.exit_code == 0, spaced.output
+    assert plain.stdout == spaced.stdout and '"kind": "runs"' in plain.stdout
