@@ -84,3 +84,41 @@ def test_a_format_3_result_carries_its_outcome():
     dumped = event.model_dump(mode="json")
     assert dumped["outcome"] == "ledger" and Outcome.LEDGER.label == "answered from the ledger"
     assert EVENT_ADAPTER.validate_python(dumped).model_dump(mode="json") == dumped
+
+
+def test_append_numbers_events_as_an_assignment_would():
+    """append stores ``seq`` directly when the field is plain; the event is the same
+    as one numbered by assignment (value, fields set, dump), and a subclass that
+    validates assignments still gets its validation."""
+    import pydantic
+    from pydantic import ConfigDict
+
+    from tether.events import ToolCallEvent, ToolResultEvent, Trajectory
+
+    t = Trajectory()
+    appended = [t.append(ToolCallEvent(step=0, call_id="c0", tool="search", arguments={"q": "退款"})),
+                t.append(ToolResultEvent(step=0, call_id="c0", tool="search", ok=True, data={"n": 1}))]
+    assigned = [ToolCallEvent(step=0, call_id="c0", tool="search", arguments={"q": "退款"}),
+                ToolResultEvent(step=0, call_id="c0", tool="search", ok=True, data={"n": 1})]
+    for i, e in enumerate(assigned):
+        e.seq = i
+    for a, b in zip(appended, assigned):
+        assert a.seq == b.seq
+        assert a.model_fields_set == b.model_fields_set and "seq" in a.model_fields_set
+        assert a.model_dump(exclude_unset=True) == b.model_dump(exclude_unset=True)
+        assert a == b
+
+    class Strict(ToolCallEvent):
+        model_config = ConfigDict(validate_assignment=True)
+
+        @pydantic.field_validator("seq")
+        @classmethod
+        def _odd_only(cls, v: int) -> int:
+            if v % 2 == 0:
+                raise ValueError("even")
+            return v
+
+    t2 = Trajectory([assigned[0]])
+    t2.append(Strict(step=1, call_id="c1", tool="search"))   # seq 1: validated, accepted
+    with pytest.raises(pydantic.ValidationError):
+        t2.append(Strict(step=2, call_id="c2", tool="search"))

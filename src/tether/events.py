@@ -315,6 +315,24 @@ def _judge_record(e: "Event") -> bool:
     return isinstance(e, (ModelRequestEvent, ModelDecisionEvent)) and e.role in JUDGE_ROLES
 
 
+_PLAIN_SEQ: dict[type, bool] = {}
+
+
+def _plain_seq(cls: type) -> bool:
+    """Whether ``seq`` of a ``cls`` event is a plain stored field (no validation on
+    assignment, not frozen): then :meth:`Trajectory.append` stores it directly."""
+    plain = _PLAIN_SEQ.get(cls)
+    if plain is None:
+        config = getattr(cls, "model_config", None) or {}
+        field_info = getattr(cls, "model_fields", {}).get("seq")
+        plain = (isinstance(config, dict) and not config.get("validate_assignment") and not config.get("frozen")
+                 and field_info is not None and not field_info.frozen
+                 and getattr(cls, "__setattr__", None) is BaseModel.__setattr__)
+        if len(_PLAIN_SEQ) < 256:
+            _PLAIN_SEQ[cls] = plain
+    return plain
+
+
 class Trajectory:
     """An ordered event stream with the helpers scorers and guards need."""
 
@@ -323,7 +341,15 @@ class Trajectory:
 
     # -- building ---------------------------------------------------------
     def append(self, event: Event) -> Event:
-        event.seq = len(self.events)
+        seq = len(self.events)
+        if _plain_seq(type(event)):
+            # what pydantic's __setattr__ does for a field that is neither validated on
+            # assignment nor frozen, without its dispatch (a third of an append's cost;
+            # a run appends several events per tool call)
+            event.__dict__["seq"] = seq
+            event.__pydantic_fields_set__.add("seq")
+        else:
+            event.seq = seq
         self.events.append(event)
         return event
 

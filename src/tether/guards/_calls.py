@@ -397,9 +397,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     targets: list[str] = []
     series: list[str] = []
     paged = False
-    keys = sorted(arguments) if len(arguments) > 1 else arguments
-    for key in keys:
-        if key in ignore:
+    for key in sorted(arguments) if len(arguments) > 1 else arguments:
+        if ignore and key in ignore:
             continue
         known = _ARG_KEY.get(key)
         if known is None:
@@ -410,19 +409,25 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         if kind == _RETRY:
             continue                        # a retry counter or backoff delay: the same call
         value = arguments[key]
-        if isinstance(value, str):
+        kind_of = type(value)
+        if kind_of is int:                  # the common number first (bool is not int here)
+            text, target = repr(value), kind == _TARGET or kind == _BY_VALUE
+        elif isinstance(value, str):
             if not value:
                 continue
-            target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
-                                         and _ID_CHARS.search(value) is not None)
-            if target and ("/" in value or "\\" in value) and "://" not in value:
-                value = _norm_path(value)
-            elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
-                # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
-                # "555-123 4567") names the same thing as without them
-                bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
-                if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
-                    value = bare
+            if kind == _QUERY:              # free text names no resource
+                target = False
+            else:
+                target = kind == _TARGET or (kind == _BY_VALUE and len(value) <= 128 and " " not in value
+                                             and _ID_CHARS.search(value) is not None)
+                if target and ("/" in value or "\\" in value) and "://" not in value:
+                    value = _norm_path(value)
+                elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
+                    # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
+                    # "555-123 4567") names the same thing as without them
+                    bare = _ID_SEPARATORS.sub("", value if value.isascii() else unicodedata.normalize("NFKC", value))
+                    if bare.isalnum() and 2 * sum(c.isdigit() for c in bare) >= len(bare):   # a number, not a name
+                        value = bare
             first = value[0]
             if first in "{[" or (first.isspace() and value.lstrip()[:1] in ("{", "[")):
                 doc = _json_text(value)
@@ -445,7 +450,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             targets.append(part)
         if page:
             paged = True
-        elif type(value) is dict and any(type(k) is str and is_page_key(k) for k in value):
+        elif kind_of is dict and any(type(k) is str and is_page_key(k) for k in value):
             # the page inside an object of query parameters ({"params": {"page": 13}})
             paged = True
             series.append(f"{key}=" + canon({k: v for k, v in value.items() if not is_page_key(str(k))}, ignore))
