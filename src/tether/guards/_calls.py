@@ -770,8 +770,10 @@ _RETRY_AFTER = re.compile(r"retry[- _]?after\W{0,3}(\d{1,7})\s*(s|sec|seconds?|m
                           re.I)
 
 
-_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b[^.\n]{0,60}\b(?:not found|does not exist|doesn't exist|is not "
-                           r"available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+# (a dot inside a name, ``fs.read``, is not the end of the sentence)
+_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b(?:[^.\n]|\.(?=\w)){0,60}\b(?:not found|does not exist|doesn't exist|"
+                           r"is not available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+                           r"\bno (?:tool|function) named\b|"
                            r"工具[^。\n]{0,30}(?:不存在|未找到)", re.I)
 
 
