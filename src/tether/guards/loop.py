@@ -572,6 +572,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             return True                     # a state from before marks were kept: the old ladder
         if self.count - mark[0] < self.config.stop_after_hint or self.novel != mark[1]:
             return False
+        st = self.sigs.get(self._sig)
+        if st is not None and st[2] == _POLL:
+            return False                    # waiting (an answer that says pending, a wait between): how long to wait
+                                            # is the budget's business (calls, seconds); the loop guard hints once
         if trip_key.startswith("identical:") and self._tool and is_watch_name(self._tool):
             st = self.sigs.get(self._sig)   # a status read answered the same again is someone waiting for a
             if st is not None and not st[0].startswith("!"):            # change: it is stopped only where a
