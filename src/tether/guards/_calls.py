@@ -492,11 +492,17 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
     return describe_call(tool, arguments, ignore)[0]
 
 
+# the last word of a name that reads how some work stands (with a read verb before it: ``check_job_status``)
+_STATE_NOUNS = frozenset({"status", "state", "progress", "result", "results"})
+
+
 def is_action_name(tool: str) -> bool:
     """A side-effecting tool by its name: the first verb in it (after a vendor
     prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
     write verb."""
     tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    if tokens and tokens[-1] in _STATE_NOUNS and any(t in READ_VERBS for t in tokens):
+        return False                        # a read of a state is named for it (``save_url_check_job_status``)
     for t in tokens:
         if t in READ_VERBS:
             return False
@@ -580,20 +586,42 @@ _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
 
 
 def is_pending(data: Any) -> bool:
-    """A status that says the work is not finished yet (polling, not looping)."""
+    """A status that says the work is not finished yet (polling, not looping): a status field
+    (``status``, or a name ending in one: ``task_status``, ``jobState``) or a flag saying so; an
+    HTTP 202 (Accepted: "processing has not been completed", RFC 9110); a short answer (three
+    fields at most) whose only word is a pending one (``{".tag": "in_progress"}``)."""
     if isinstance(data, dict):
         if _POLL_KEYS.isdisjoint(data):
-            return False                    # no status or flag field (the common answer)
+            if len(data) > 6:
+                return False                # a record with a status-like field somewhere: not a status answer
+            for key, value in data.items():
+                if isinstance(value, str):
+                    folded = value.strip().casefold()
+                    if folded in PENDING and (_status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS)):
+                        return True
+                elif value == 202 and type(value) is int and key.casefold() in ("status", "status_code", "code"):
+                    return True             # HTTP 202 Accepted: not finished
+            return False
         for key in data:
             if key in _POLL_KEYS:
                 value = data[key]
                 if isinstance(value, str):
                     if key in _STATUS_KEYS and value.strip().casefold() in PENDING:
                         return True
+                elif value == 202 and type(value) is int and key == "status":
+                    return True             # HTTP 202 Accepted: not finished
                 elif key in _PENDING_FLAGS and value is _PENDING_FLAGS[key]:
                     return True
         return False
     return isinstance(data, str) and data.strip().casefold() in PENDING
+
+
+_STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)
+
+
+def _status_named(key: str) -> bool:
+    """A field named for a status (``task_status``, ``jobState``, ``build_phase``)."""
+    return bool(_STATUS_SUFFIX.search(key))
 
 
 def is_ack(data: Any) -> bool:
