@@ -812,6 +812,11 @@ def no_such_tool(result: ToolResultEvent) -> bool:
     return bool(_NO_SUCH_TOOL.search(result.error or ""))
 
 
+def hit_a_limit(result: ToolResultEvent) -> bool:
+    """A failure that names a limit (a rate-limit type, a quota, billing): waiting a little does not lift it."""
+    return (result.error_type or "").casefold() in TRANSIENT_TYPES or bool(_NOT_TRANSIENT.search(result.error or ""))
+
+
 def is_transient(result: ToolResultEvent) -> bool:
     """A failure that may clear by itself (5xx, timeout, 429, "try again"); a
     quota or billing limit does not, whatever its status code. Paths and URLs

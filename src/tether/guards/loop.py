@@ -118,6 +118,7 @@ from ._calls import (
     is_write_call,
     is_read_name,
     is_not_ready,
+    hit_a_limit,
     flat_answer,
     asks_since,
     looks_failed,
@@ -341,6 +342,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 kind = _POLL
         else:
             kind = _TRANSIENT if transient_failure(result) else _POLL if is_not_ready(result) else _NORMAL
+            if kind == _NORMAL and st is not None and len(st) > 7 and self.waited > st[5] and not hit_a_limit(result):
+                kind = _POLL                # the same call failing again after a wait ("no checks reported yet"):
+                                            # waiting for the world to change; a limit is not lifted by waiting
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
                                                    and _no_items(data)))
