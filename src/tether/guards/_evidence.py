@@ -275,3 +275,51 @@ def only_shape_differs(before: dict, parts: dict) -> bool:
     if before.keys() != parts.keys() or before == parts:
         return False
     return all(_key_kind(str(k)) == _SHAPE for k in parts if parts[k] != before[k])
+
+
+def _ints(text: str) -> tuple[int, ...] | None:
+    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first); anything else None."""
+    if text.isdigit():
+        return (int(text),)
+    if text[:1] == "[" and text[-1:] == "]":
+        inner = text[1:-1].split(",")
+        if len(inner) == 2 and all(p.strip().isdigit() for p in inner):
+            a, b = int(inner[0]), int(inner[1])
+            return (a, b) if a <= b else (b, a)     # the compare form sorts a list: a range is its two ends
+    return None
+
+
+def walks_on(before: dict, parts: dict) -> bool:
+    """Two calls of one read whose only changed arguments are positions that moved on to
+    where the last call ended: a range ``[1, 400]`` then ``[401, 800]``, a start and an end
+    line each moved past the old end, an offset moved on by the call's own limit. Each
+    step reads a part not read before (a file read in chunks), whatever its answer's
+    summary says. The same window again, or a jump back, is not a walk."""
+    if before.keys() != parts.keys():
+        return False
+    old: list[int] = []
+    new: list[int] = []
+    same: list[int] = []
+    for key, value in parts.items():
+        was = before[key]
+        if was == value:
+            n = _ints(value)
+            if n is not None and len(n) == 1:
+                same.append(n[0])
+            continue
+        a, b = _ints(was), _ints(value)
+        if a is None or b is None or len(a) != len(b):
+            return False
+        if len(a) == 2:
+            if not (a[0] <= a[1] and b[0] in (a[1], a[1] + 1) and b[1] >= b[0]):
+                return False
+            continue
+        old.append(a[0])
+        new.append(b[0])
+    if not old:
+        return len(parts) > 0 and any(before[k] != parts[k] for k in parts)
+    if len(old) == 2:                       # a start and an end: the new start is where the old end was
+        return min(new) in (max(old), max(old) + 1) and max(new) > max(old)
+    if len(old) == 1:                       # an offset moved on by the limit the call keeps asking for
+        return new[0] - old[0] in same and new[0] > old[0]
+    return False

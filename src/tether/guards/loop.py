@@ -95,6 +95,7 @@ from ..events import ModelDecisionEvent, ToolResultEvent
 from ..messages import ToolCallRequest
 from ..status import TerminalStatus
 from ._evidence import (
+    walks_on,
     cursor_resent,
     is_watch_name,
     offset_end,
@@ -348,7 +349,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         tkey = f"{tool}\x00{target}" if target else ""
         nothing = ok and (is_empty_data(data) or (skey != sig and type(data) is dict and [] in data.values()
                                                    and _no_items(data)))
-        past = False
+        past = walked = False
         capped = None
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
@@ -374,6 +375,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         elif tkey and tkey not in self.targets:
             # a new target: progress, unless a read returned the very same data again
             progress = rkey not in self.seen_results or nothing or is_ack(data)
+        elif reading and not nothing and self.last and tool in self.last and walks_on(self.last[tool][0], parts):
+            progress = walked = True        # a read walking on through a range (lines 1-400, then 401-800): each
+                                            # step reads a part it had not read, whatever its summary says
         else:
             progress = False
         if reading:
@@ -402,10 +406,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 if len(listing) > 2:
                     listing[2] = 0
             prev = self.last.get(tool)
-            if prev is not None and prev[1] == rkey and not nothing and only_shape_differs(prev[0], parts) \
-                    and "near_duplicate" in cfg.rules and not tripped:
+            if prev is not None and prev[1] == rkey and not nothing and not walked \
+                    and only_shape_differs(prev[0], parts) and "near_duplicate" in cfg.rules and not tripped:
                 capped = self._capped(call)         # a bigger limit, the very same answer: there is no more
-            if prev is not None and prev[1] == rkey:
+            if prev is not None and prev[1] == rkey and not walked:
                 sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing, target)
                 st = self.sigs.get(sig)
             else:
