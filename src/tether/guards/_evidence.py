@@ -146,7 +146,7 @@ _LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.IGN
 
 _RETRY_AFTER_S = re.compile(r"retry[- _]?after\W{0,3}(\d{1,6}(?:\.\d+)?)\s*(ms|s\b|sec|seconds?|m\b|min|minutes?)?",
                             re.IGNORECASE)
-_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown", re.IGNORECASE)
+_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown|retry_?after", re.IGNORECASE)   # Retry-After: RFC 9110's delay
 
 
 def retry_after_s(result: ToolResultEvent) -> float | None:
