@@ -745,6 +745,8 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
         kind = _FLAG_KIND.get(key)
         if kind is None:
             k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+            if k[:1] == "x" and key[1:2] in ("_", "-") and k[1:] in _NEXT_KEYS:
+                k = k[1:]                   # a response header kept as a field (X-Next-Page -> x_next_page)
             kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
                     else 4 if k in _COUNT_FLAGS else 0)
             if len(_FLAG_KIND) < 4096:

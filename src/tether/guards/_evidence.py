@@ -323,3 +323,27 @@ def walks_on(before: dict, parts: dict) -> bool:
     if len(old) == 1:                       # an offset moved on by the limit the call keeps asking for
         return new[0] - old[0] in same and new[0] > old[0]
     return False
+
+
+_PAGE_SIZE_KEYS = frozenset({"pagesize", "limit", "perpage", "maxresults", "size", "pagelimit", "top", "first",
+                             "count", "rows", "num"})
+
+
+def short_page(data: Any, arguments: dict[str, Any]) -> bool:
+    """A page with fewer items than the page size the call asked for (``pageSize: 30``, 9 hits):
+    the listing has no more, whatever a ``has_more`` flag on it says."""
+    if type(data) is not dict or not arguments:
+        return False
+    size = None
+    for key, value in arguments.items():
+        if type(value) is int and value > 1 and type(key) is str \
+                and key.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS:
+            size = value
+            break
+    if size is None:
+        return False
+    for level in (data, *(v for v in data.values() if type(v) is dict)):
+        lists = [v for v in level.values() if type(v) is list]
+        if len(lists) == 1:
+            return 0 < len(lists[0]) < size
+    return False

@@ -95,6 +95,7 @@ from ..events import ModelDecisionEvent, ToolResultEvent
 from ..messages import ToolCallRequest
 from ..status import TerminalStatus
 from ._evidence import (
+    short_page,
     walks_on,
     cursor_resent,
     is_watch_name,
@@ -356,6 +357,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
         if state == 0 and reading and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
+        elif state <= 0 and reading and skey != sig and not nothing and short_page(data, args):
+            state = 1                       # fewer items than the page size asked for: the last page, whatever
+                                            # a has_more flag says
         elif state == -2 and cursor_resent(data, args):
             state = 2                       # the cursor sent where the API does not read it comes back
         if kind != _NORMAL:
@@ -491,9 +495,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if tripped:
             return None
         if past and "past_end" in cfg.rules and len(self.calls) > 1 and self.calls[-2][_TOOL] == tool \
-                and self.calls[-2][_RESULT] == rkey:
-            # the second empty answer in a row from a listing that ended (one page past the end is forgiven)
-            # a page asked for after the listing ended brought nothing again: the end signal was not read
+                and (self.calls[-2][_RESULT] == rkey or (nothing and listing[1] > cfg.max_past_end)):
+            # the second empty answer in a row from a listing that ended (one page past the end is forgiven),
+            # or a second page past the end that brought nothing (an answer that echoes the page asked for
+            # differs only in the echo): the end signal was not read
             found = self._past_end(call, (sig, target, skey, parts))
             if found is not None:
                 return self._ladder(*found)
