@@ -38,6 +38,9 @@ class _QuestionRules:
             # a question for a piece of information the user already gave (not a yes/no offer made again after
             # new results: "want me to check again?")
             why, n, limit = "asked and answered", len(similar), 1
+        elif self.told:
+            # the user already said they had answered, and the agent asks for information again
+            why, n, limit = "answered (the user said so)", len(self.asked), 0
         elif similar and self.reasked >= cfg.max_reasks:
             why, n, limit = "answered (and an answered question was already asked again)", len(similar), \
                 cfg.max_reasks
@@ -75,4 +78,6 @@ class _QuestionRules:
                 self.asked.append([sorted(words), None])
             elif isinstance(event, UserMessage) and self.asked and self.asked[-1][1] is None:
                 self.asked[-1][1] = Q.is_refusal(event.content)
+                if Q.said_already(event.content) and not self.told:
+                    self.told, self.told_at = 1, len(self.asked) - 1
         self.scanned = len(events)

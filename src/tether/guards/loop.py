@@ -191,6 +191,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                                                                  # last success
     refusals: list = field(default_factory=list)                 # signatures of calls a person refused
     reasked: int = 0                                             # questions asked again so far
+    told: int = 0                                                # the user said they had already answered (1)
+    told_at: int = -1                                            # ... in reply to this question (index in asked)
     progressed: int = 0                                          # calls so far that made progress
     heard: int = -1                                              # trajectory events read for user replies
     novel: int = 0                                               # calls so far that read a result the window had
@@ -654,7 +656,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
                 "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
-                "reasked": self.reasked, "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
+                "reasked": self.reasked, "told": [self.told, self.told_at], "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
                 "novel": self.novel, "hint_marks": {k: list(v) for k, v in self.hint_marks.items()},
@@ -688,6 +690,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self.progressed = int(state.get("progressed", 0))
         self.heard = int(state.get("heard", -1))
         self.reasked = int(state.get("reasked", 0))
+        self.told, self.told_at = (int(v) for v in state.get("told", [0, -1]))
         self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
         self.refusals = list(state.get("refusals", []))
         self.created = {k: [dict(v[0]), v[1]] for k, v in state.get("created", {}).items()}
