@@ -87,6 +87,8 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> N
         for key, inner in value.items():
             if type(inner) in _NUMBERS and _TIMING.search(key):
                 continue                    # how long this answer took is not what it says
+            if type(inner) is str and len(inner) <= 40 and _STAMP.fullmatch(inner.strip()):
+                continue                    # nor when it was given (``query_time``, ``fetched_at``)
             _units(inner, f"{path}.{key}", units, found, depth + 1)
     elif kind is list:
         found[0] = True
