@@ -886,6 +886,7 @@ def looks_failed(data: Any) -> bool:
 
 
 _ID_KEY = re.compile(r"(?:^|_|-)(?:id|ids|uuid|guid|key|number|no|ref|pnr|sid|handle)$|[a-z]Id$|^id[A-Z_]")
+_URL_KEY = re.compile(r"(?:^|_|-)(?:url|uri|link|href)$|[a-z](?:Url|Uri|Link)$", re.I)  # where a made thing lives
 _ID_VALUE = re.compile(r"[A-Za-z]{1,16}[-_:]?[A-Za-z]*\d[\w-]{0,40}")
 
 
@@ -904,6 +905,7 @@ def id_split(data: Any, ignore: frozenset[str] = frozenset()) -> tuple[str, str]
         if key in ignore:
             continue                        # a request id or a timestamp of the answer: noise, not a new thing
         if ((isinstance(value, str) and len(value) <= 64 and (_ID_KEY.search(key) or _ID_VALUE.fullmatch(value)))
+                or (isinstance(value, str) and len(value) <= 300 and _URL_KEY.search(key) and "://" in value)
                 or (isinstance(value, int) and not isinstance(value, bool) and _ID_KEY.search(key))):
             ids.append(f"{key}={value}")
         else:
