@@ -359,9 +359,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
         if state == 0 and reading and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
-        elif state <= 0 and reading and skey != sig and not nothing and short_page(data, args):
-            state = 1                       # fewer items than the page size asked for: the last page, whatever
-                                            # a has_more flag says
+        elif state <= 0 and reading and skey != sig and not nothing and tool in self.last \
+                and self.last[tool][0] != parts and short_page(data, args):
+            state = 1                       # fewer items than the page size asked for, on a walk to another page:
+                                            # the last page, whatever a has_more flag says
         elif state == -2 and cursor_resent(data, args):
             state = 2                       # the cursor sent where the API does not read it comes back
         if kind != _NORMAL:
