@@ -595,11 +595,13 @@ def is_pending(data: Any) -> bool:
             if len(data) > 6:
                 return False                # a record with a status-like field somewhere: not a status answer
             for key, value in data.items():
-                if isinstance(value, str):
-                    folded = value.strip().casefold()
-                    if folded in PENDING and (_status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS)):
-                        return True
-                elif value == 202 and type(value) is int and key.casefold() in ("status", "status_code", "code"):
+                kind = type(value)
+                if kind is str:
+                    if len(value) <= 24 and value.strip().casefold() in PENDING:
+                        folded = value.strip().casefold()
+                        if _status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS):
+                            return True
+                elif kind is int and value == 202 and key in _HTTP_STATUS_KEYS:
                     return True             # HTTP 202 Accepted: not finished
             return False
         for key in data:
@@ -608,7 +610,7 @@ def is_pending(data: Any) -> bool:
                 if isinstance(value, str):
                     if key in _STATUS_KEYS and value.strip().casefold() in PENDING:
                         return True
-                elif value == 202 and type(value) is int and key == "status":
+                elif type(value) is int and value == 202 and key == "status":
                     return True             # HTTP 202 Accepted: not finished
                 elif key in _PENDING_FLAGS and value is _PENDING_FLAGS[key]:
                     return True
@@ -617,6 +619,7 @@ def is_pending(data: Any) -> bool:
 
 
 _STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)
+_HTTP_STATUS_KEYS = frozenset({"status", "status_code", "statusCode", "code", "http_status"})
 
 
 def _status_named(key: str) -> bool:
