@@ -8,7 +8,7 @@ import itertools
 
 from tether import Decision, RunConfig, ScriptedModel, ToolResult, ToolSet, run_agent_sync, tool
 from tether.events import ToolResultEvent
-from tether.guards._calls import is_action_name, is_pending, no_such_tool
+from tether.guards._calls import is_action_name, is_pending, no_such_tool, pending_form
 from tether.guards._evidence import delay_asked, short_page, walks_on
 from tether.guards.loop import LoopConfig, LoopGuard
 
@@ -31,12 +31,13 @@ def test_a_poll_that_stays_pending_is_hinted_once_and_never_stopped():
 
 
 def test_pending_answers_in_other_forms():
-    assert is_pending({"task_id": "t", "task_status": "processing", "progress": 8})      # a field named for a status
-    assert is_pending({"jobState": "RUNNING"})
+    assert pending_form({"task_id": "t", "task_status": "processing", "progress": 8})    # a field named for a status
+    assert pending_form({"jobState": "RUNNING"})
     assert is_pending({"status": 202, "headers": {"Retry-After": "30"}})                  # HTTP 202 Accepted
-    assert is_pending({".tag": "in_progress"})                                            # a short answer saying so
-    assert not is_pending({"status": "sent"}) and not is_pending({"msg": "queued"})      # acknowledgements
-    assert not is_pending({"status": 200, "body": {"ok": True}})
+    assert pending_form({"http_status": 202, "job_id": "j1"})
+    assert pending_form({".tag": "in_progress"})                                          # a short answer saying so
+    assert not is_pending({"status": "sent"}) and not pending_form({"msg": "queued"})    # acknowledgements
+    assert not is_pending({"status": 200, "body": {"ok": True}}) and not pending_form({"status": 200})
     assert not is_action_name("dropbox_save_url_check_job_status")   # a read of a state is named for it
     assert is_action_name("update_status") and is_action_name("dropbox_save_url")
 

@@ -587,23 +587,10 @@ _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
 
 def is_pending(data: Any) -> bool:
     """A status that says the work is not finished yet (polling, not looping): a status field
-    (``status``, or a name ending in one: ``task_status``, ``jobState``) or a flag saying so; an
-    HTTP 202 (Accepted: "processing has not been completed", RFC 9110); a short answer (three
-    fields at most) whose only word is a pending one (``{".tag": "in_progress"}``)."""
+    or a flag saying so (the forms :func:`pending_form` adds are read only on a repeat)."""
     if isinstance(data, dict):
         if _POLL_KEYS.isdisjoint(data):
-            if len(data) > 6:
-                return False                # a record with a status-like field somewhere: not a status answer
-            for key, value in data.items():
-                kind = type(value)
-                if kind is str:
-                    if len(value) <= 24 and value.strip().casefold() in PENDING:
-                        folded = value.strip().casefold()
-                        if _status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS):
-                            return True
-                elif kind is int and value == 202 and key in _HTTP_STATUS_KEYS:
-                    return True             # HTTP 202 Accepted: not finished
-            return False
+            return False                    # no status or flag field (the common answer)
         for key in data:
             if key in _POLL_KEYS:
                 value = data[key]
@@ -616,6 +603,25 @@ def is_pending(data: Any) -> bool:
                     return True
         return False
     return isinstance(data, str) and data.strip().casefold() in PENDING
+
+
+def pending_form(data: Any) -> bool:
+    """Pending in other forms, read when a call repeats (a poll is a repeat): a field named for a
+    status (``task_status``, ``jobState``), an HTTP 202 (Accepted: "processing has not been
+    completed", RFC 9110), a short answer (three fields at most) whose only word is a pending one
+    (``{".tag": "in_progress"}``)."""
+    if type(data) is not dict or len(data) > 6 or not _POLL_KEYS.isdisjoint(data):
+        return False                        # a record with a status-like field somewhere is not a status answer
+    for key, value in data.items():
+        kind = type(value)
+        if kind is str:
+            if len(value) <= 24 and value.strip().casefold() in PENDING:
+                folded = value.strip().casefold()
+                if _status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS):
+                    return True
+        elif kind is int and value == 202 and key in _HTTP_STATUS_KEYS:
+            return True                     # HTTP 202 Accepted: not finished
+    return False
 
 
 _STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)

@@ -331,17 +331,26 @@ _PAGE_SIZE_KEYS = frozenset({"pagesize", "limit", "perpage", "maxresults", "size
                              "count", "rows", "num"})
 
 
+_SIZE_KEY: dict[str, bool] = {}     # argument name -> names a page size (read once per name)
+
+
 def short_page(data: Any, arguments: dict[str, Any]) -> bool:
     """A page with fewer items than the page size the call asked for (``pageSize: 30``, 9 hits):
     the listing has no more, whatever a ``has_more`` flag on it says."""
     if type(data) is not dict or not arguments:
         return False
     size = None
-    for key, value in arguments.items():
-        if type(value) is int and value > 1 and type(key) is str \
-                and key.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS:
-            size = value
-            break
+    for key in arguments:
+        known = _SIZE_KEY.get(key)
+        if known is None:
+            known = type(key) is str and key.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS
+            if len(_SIZE_KEY) < 4096:
+                _SIZE_KEY[key] = known
+        if known:
+            value = arguments[key]
+            if type(value) is int and value > 1:
+                size = value
+                break
     if size is None:
         return False
     for level in (data, *(v for v in data.values() if type(v) is dict)):

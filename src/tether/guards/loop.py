@@ -113,6 +113,7 @@ from ._calls import (
     is_action_name,
     is_create_name,
     is_pending,
+    pending_form,
     is_submitted,
     is_wait_name,
     waits_in,
@@ -335,7 +336,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data) or (st is not None and pending_within(data)):   # a poll is a repeat
+            elif is_pending(data) or (st is not None and (pending_within(data) or pending_form(data))):
+                # a poll is a repeat
                 if is_submitted(data, args):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
                 else:
@@ -359,8 +361,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
         if state == 0 and reading and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
-        elif state <= 0 and reading and skey != sig and not nothing and tool in self.last \
-                and self.last[tool][0] != parts and short_page(data, args):
+        elif state <= 0 and reading and skey != sig and not nothing and short_page(data, args) \
+                and tool in self.last and self.last[tool][0] != parts:
             state = 1                       # fewer items than the page size asked for, on a walk to another page:
                                             # the last page, whatever a has_more flag says
         elif state == -2 and cursor_resent(data, args):
