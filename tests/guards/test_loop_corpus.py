@@ -84,19 +84,19 @@ def _assert_floor(m, sealed=False):
 
 
 @pytest.mark.xfail(reason="the pool with the authors' corpus after the fifth rules pass (branch i25-rules5, 2026-12-01): "
-                          "479/510 = 93.9% recall (below 95%), hints on 9/471 = 1.9%, 0 blocks, 0 stops on ok; "
+                          "480/510 = 94.1% recall (below 95%), hints on 9/471 = 1.9%, 0 blocks, 0 stops on ok; "
                           "before it 472/510, 17/471, 0, 4", strict=True)
 def test_tuning_pool_meets_the_floor():
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 440/470 caught; hints on 9/426 ok items; no block; no stop on ok
+    """Pinned at the measured level: 441/470 caught; hints on 9/426 ok items; no block; no stop on ok
     (2026-12-01, rules of i25-rules5; before that pass 433, 17 hints and 4 stops, all 4 in round 5)."""
     m = _half("tuning")
     assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
     assert len(m["hints"]) <= 9, m["hints"]
-    assert m["caught"] >= 440, m["missed"]
+    assert m["caught"] >= 441, m["missed"]
 
 
 # The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok); None until the next sealed round

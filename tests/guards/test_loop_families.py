@@ -43,10 +43,10 @@ FAMILIES = {
     "errors that change": ({"validation-errors", "fix-iteration", "error-progress", "validation-fix",
                             "validation-fixes"}, 4, 1),
     # a message re-sent after an acknowledgement that says queued / accepted, and its look-alikes: polls of a
-    # queued job (3 missed: polls of a job that never finishes, due at the 5th-6th, where legitimate polls run 5-8
-    # alike; an export re-submitted under a new job id each time by a tool named for a report)
+    # queued job (2 missed: polls of a job that never finishes, due at the 5th-6th, where legitimate polls run 5-8
+    # alike)
     "re-sent after an acknowledgement": ({"resend-acked-message", "send-after-ack", "resend-vs-poll", "ack-resend",
-                                          "ack-resend-vs-poll", "resend-after-ack"}, 3, 0),
+                                          "ack-resend-vs-poll", "resend-after-ack"}, 2, 0),
 }
 
 

@@ -8,7 +8,7 @@ import itertools
 
 from tether import Decision, RunConfig, ScriptedModel, ToolResult, ToolSet, run_agent_sync, tool
 from tether.events import ToolResultEvent
-from tether.guards._calls import is_action_name, is_pending, no_such_tool, pending_form
+from tether.guards._calls import accepted_job, is_action_name, is_pending, no_such_tool, pending_form
 from tether.guards._evidence import delay_asked, short_page, walks_on
 from tether.guards.loop import LoopConfig, LoopGuard
 
@@ -175,3 +175,18 @@ def test_no_such_tool_reads_a_dot_in_a_tool_name():
     assert no_such_tool(failed("Tool 'fs.read' not found"))
     assert no_such_tool(failed("No tool named fs.read"))
     assert not no_such_tool(failed("The tool ran. File not found"))
+
+
+def test_a_202_under_a_new_job_id_started_work_and_a_poll_of_that_job_did_not():
+    jobs = itertools.count(0x40a1)
+
+    @tool(description="export a report")
+    def bi_export_report(report: str, month: str):
+        return {"http_status": 202, "job_id": f"job_{next(jobs):x}"}
+
+    decisions = [Decision.call("bi_export_report", {"report": "sales", "month": "2026-11"})] * 3
+    _, trips = run(decisions + [Decision.final("x")], [bi_export_report])
+    assert trips and trips[0].rule == "duplicate_action"
+    assert accepted_job({"http_status": 202, "job_id": "job_40a1"}, {"report": "sales"})
+    assert not accepted_job({"status": 202, "job_id": "j1"}, {"url": "/api/jobs/j1"})    # a poll of its own job
+    assert not accepted_job({"status": 200, "job_id": "j1"}, {})

@@ -624,6 +624,17 @@ def pending_form(data: Any) -> bool:
     return False
 
 
+def accepted_job(data: dict, arguments: dict) -> bool:
+    """An HTTP 202 (Accepted) that names a job of its own (``{"http_status": 202, "job_id": "j_40a1"}``):
+    the call started work, a side effect, whatever its tool is named. A poll of a job answers 202
+    without an id, or under the id the call sent (that is no new job)."""
+    if not any(data.get(k) == 202 for k in _HTTP_STATUS_KEYS):
+        return False
+    sent = json.dumps(arguments, ensure_ascii=False, default=str)
+    return any(type(v) is str and v and _ID_KEY.search(k) and v not in sent
+               for k, v in data.items() if type(k) is str)
+
+
 _STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)
 _HTTP_STATUS_KEYS = frozenset({"status", "status_code", "statusCode", "code", "http_status"})
 

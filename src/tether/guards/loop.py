@@ -114,6 +114,7 @@ from ._calls import (
     is_create_name,
     is_pending,
     pending_form,
+    accepted_job,
     is_submitted,
     is_wait_name,
     waits_in,
@@ -300,6 +301,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             wait = True                     # a command that sleeps first: a wait, and what it runs a poll
         if not action and "method" in args:
             action = is_write_call(args)
+        if not action and result.ok and type(result.data) is dict and 202 in result.data.values() \
+                and accepted_job(result.data, args):
+            action = True                   # 202 Accepted under a job id of its own: the call started work
         index = self.count
         data = result.data
         st = self.sigs.get(sig)
