@@ -301,11 +301,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             wait = True                     # a command that sleeps first: a wait, and what it runs a poll
         if not action and "method" in args:
             action = is_write_call(args)
-        if not action and result.ok and type(result.data) is dict and 202 in result.data.values() \
-                and accepted_job(result.data, args):
+        data = result.data
+        if not action and ok and type(data) is dict and 202 in data.values() and accepted_job(data, args):
             action = True                   # 202 Accepted under a job id of its own: the call started work
         index = self.count
-        data = result.data
         st = self.sigs.get(sig)
         if ok and not action and not wait:
             if st is None:                  # a first call: its answer is kept as is, compared only on a repeat
