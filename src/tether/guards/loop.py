@@ -302,10 +302,12 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if not action and "method" in args:
             action = is_write_call(args)
         data = result.data
-        if not action and ok and type(data) is dict and 202 in data.values() and accepted_job(data, args):
-            action = True                   # 202 Accepted under a job id of its own: the call started work
         index = self.count
         st = self.sigs.get(sig)
+        if st is not None and not action and ok and type(data) is dict and 202 in data.values() \
+                and accepted_job(data, args):
+            action = True                   # the same call accepted (202) again under a job id of its own: each
+                                            # call started work (read when a call repeats: a re-submission does)
         if ok and not action and not wait:
             if st is None:                  # a first call: its answer is kept as is, compared only on a repeat
                 answers = self._answers
