@@ -334,6 +334,12 @@ _PAGE_SIZE_KEYS = frozenset({"pagesize", "limit", "perpage", "maxresults", "size
 _SIZE_KEY: dict[str, bool] = {}     # argument name -> names a page size (read once per name)
 
 
+def asks_page_size(arguments: dict[str, Any]) -> bool:
+    """The call names a page size (``pageSize``, ``limit``, ``per_page``, ``maxResults``)."""
+    return any(type(k) is str and k.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS
+               for k in arguments)
+
+
 def short_page(data: Any, arguments: dict[str, Any]) -> bool:
     """A page with fewer items than the page size the call asked for (``pageSize: 30``, 9 hits):
     the listing has no more, whatever a ``has_more`` flag on it says."""

@@ -95,6 +95,7 @@ from ..events import ModelDecisionEvent, ToolResultEvent
 from ..messages import ToolCallRequest
 from ..status import TerminalStatus
 from ._evidence import (
+    asks_page_size,
     short_page,
     walks_on,
     cursor_resent,
@@ -217,6 +218,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self._tool = ""                     # ... and its tool
         self._in_after = False              # deciding after a result (not before a call)
         self._answers: dict[str, Any] = {}  # sig -> its last answer as returned (not state: compared on a repeat)
+        self._sizes: dict[str, bool] = {}   # tool -> False once its paged calls named no page size (skips the look-up)
 
     def _language(self, ctx: GuardContext) -> str:
         if self._lang is None:
@@ -366,12 +368,16 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
         if state == 0 and reading and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
-        elif state <= 0 and reading and skey != sig and not nothing and short_page(data, args) \
-                and tool in self.last and self.last[tool][0] != parts:
+        elif state <= 0 and reading and skey != sig and not nothing and self._sizes.get(tool, True) \
+                and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
             state = 1                       # fewer items than the page size asked for, on a walk to another page:
                                             # the last page, whatever a has_more flag says
         elif state == -2 and cursor_resent(data, args):
             state = 2                       # the cursor sent where the API does not read it comes back
+        if reading and skey != sig and tool not in self._sizes:
+            self._sizes[tool] = asks_page_size(args)     # read once per tool (its paged calls name a size or not)
+            if len(self._sizes) > _MAX_KEYS:
+                _bound(self._sizes)
         if kind != _NORMAL:
             progress = False
         elif not ok:
