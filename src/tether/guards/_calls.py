@@ -497,11 +497,17 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
     return describe_call(tool, arguments, ignore)[0]
 
 
+# the last word of a name that reads how some work stands (with a read verb before it: ``check_job_status``)
+_STATE_NOUNS = frozenset({"status", "state", "progress", "result", "results"})
+
+
 def is_action_name(tool: str) -> bool:
     """A side-effecting tool by its name: the first verb in it (after a vendor
     prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
     write verb."""
     tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    if tokens and tokens[-1] in _STATE_NOUNS and any(t in READ_VERBS for t in tokens):
+        return False                        # a read of a state is named for it (``save_url_check_job_status``)
     for t in tokens:
         if t in READ_VERBS:
             return False
@@ -585,7 +591,8 @@ _POLL_KEYS = frozenset(_STATUS_KEYS) | frozenset(_PENDING_FLAGS)
 
 
 def is_pending(data: Any) -> bool:
-    """A status that says the work is not finished yet (polling, not looping)."""
+    """A status that says the work is not finished yet (polling, not looping): a status field
+    or a flag saying so (the forms :func:`pending_form` adds are read only on a repeat)."""
     if isinstance(data, dict):
         if _POLL_KEYS.isdisjoint(data):
             return False                    # no status or flag field (the common answer)
@@ -595,10 +602,51 @@ def is_pending(data: Any) -> bool:
                 if isinstance(value, str):
                     if key in _STATUS_KEYS and value.strip().casefold() in PENDING:
                         return True
+                elif type(value) is int and value == 202 and key == "status":
+                    return True             # HTTP 202 Accepted: not finished
                 elif key in _PENDING_FLAGS and value is _PENDING_FLAGS[key]:
                     return True
         return False
     return isinstance(data, str) and data.strip().casefold() in PENDING
+
+
+def pending_form(data: Any) -> bool:
+    """Pending in other forms, read when a call repeats (a poll is a repeat): a field named for a
+    status (``task_status``, ``jobState``), an HTTP 202 (Accepted: "processing has not been
+    completed", RFC 9110), a short answer (three fields at most) whose only word is a pending one
+    (``{".tag": "in_progress"}``)."""
+    if type(data) is not dict or len(data) > 6 or not _POLL_KEYS.isdisjoint(data):
+        return False                        # a record with a status-like field somewhere is not a status answer
+    for key, value in data.items():
+        kind = type(value)
+        if kind is str:
+            if len(value) <= 24 and value.strip().casefold() in PENDING:
+                folded = value.strip().casefold()
+                if _status_named(key) or (len(data) <= 3 and folded not in ACK_WORDS):
+                    return True
+        elif kind is int and value == 202 and key in _HTTP_STATUS_KEYS:
+            return True                     # HTTP 202 Accepted: not finished
+    return False
+
+
+def accepted_job(data: dict, arguments: dict) -> bool:
+    """An HTTP 202 (Accepted) that names a job of its own (``{"http_status": 202, "job_id": "j_40a1"}``):
+    the call started work, a side effect, whatever its tool is named. A poll of a job answers 202
+    without an id, or under the id the call sent (that is no new job)."""
+    if not any(data.get(k) == 202 for k in _HTTP_STATUS_KEYS):
+        return False
+    sent = json.dumps(arguments, ensure_ascii=False, default=str)
+    return any(type(v) is str and v and _ID_KEY.search(k) and v not in sent
+               for k, v in data.items() if type(k) is str)
+
+
+_STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)
+_HTTP_STATUS_KEYS = frozenset({"status", "status_code", "statusCode", "code", "http_status"})
+
+
+def _status_named(key: str) -> bool:
+    """A field named for a status (``task_status``, ``jobState``, ``build_phase``)."""
+    return bool(_STATUS_SUFFIX.search(key))
 
 
 def is_ack(data: Any) -> bool:
@@ -722,6 +770,8 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
         kind = _FLAG_KIND.get(key)
         if kind is None:
             k = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
+            if k[:1] == "x" and key[1:2] in ("_", "-") and k[1:] in _NEXT_KEYS:
+                k = k[1:]                   # a response header kept as a field (X-Next-Page -> x_next_page)
             kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
                     else 4 if k in _COUNT_FLAGS else 0)
             if len(_FLAG_KIND) < 4096:
@@ -775,8 +825,10 @@ _RETRY_AFTER = re.compile(r"retry[- _]?after\W{0,3}(\d{1,7})\s*(s|sec|seconds?|m
                           re.I)
 
 
-_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b[^.\n]{0,60}\b(?:not found|does not exist|doesn't exist|is not "
-                           r"available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+# (a dot inside a name, ``fs.read``, is not the end of the sentence)
+_NO_SUCH_TOOL = re.compile(r"\b(?:tool|function)\b(?:[^.\n]|\.(?=\w)){0,60}\b(?:not found|does not exist|doesn't exist|"
+                           r"is not available|unknown)\b|\bunknown (?:tool|function)\b|\bno such (?:tool|function)\b|"
+                           r"\bno (?:tool|function) named\b|"
                            r"工具[^。\n]{0,30}(?:不存在|未找到)", re.I)
 
 
@@ -785,6 +837,11 @@ def no_such_tool(result: ToolResultEvent) -> bool:
     if (result.error_type or "").casefold() in ("tool_not_found", "unknown_tool", "no_such_tool"):
         return True
     return bool(_NO_SUCH_TOOL.search(result.error or ""))
+
+
+def hit_a_limit(result: ToolResultEvent) -> bool:
+    """A failure that names a limit (a rate-limit type, a quota, billing): waiting a little does not lift it."""
+    return (result.error_type or "").casefold() in TRANSIENT_TYPES or bool(_NOT_TRANSIENT.search(result.error or ""))
 
 
 def is_transient(result: ToolResultEvent) -> bool:
@@ -854,6 +911,7 @@ def looks_failed(data: Any) -> bool:
 
 
 _ID_KEY = re.compile(r"(?:^|_|-)(?:id|ids|uuid|guid|key|number|no|ref|pnr|sid|handle)$|[a-z]Id$|^id[A-Z_]")
+_URL_KEY = re.compile(r"(?:^|_|-)(?:url|uri|link|href)$|[a-z](?:Url|Uri|Link)$", re.I)  # where a made thing lives
 _ID_VALUE = re.compile(r"[A-Za-z]{1,16}[-_:]?[A-Za-z]*\d[\w-]{0,40}")
 
 
@@ -872,6 +930,7 @@ def id_split(data: Any, ignore: frozenset[str] = frozenset()) -> tuple[str, str]
         if key in ignore:
             continue                        # a request id or a timestamp of the answer: noise, not a new thing
         if ((isinstance(value, str) and len(value) <= 64 and (_ID_KEY.search(key) or _ID_VALUE.fullmatch(value)))
+                or (isinstance(value, str) and len(value) <= 300 and _URL_KEY.search(key) and "://" in value)
                 or (isinstance(value, int) and not isinstance(value, bool) and _ID_KEY.search(key))):
             ids.append(f"{key}={value}")
         else:

@@ -87,6 +87,8 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> N
         for key, inner in value.items():
             if type(inner) in _NUMBERS and _TIMING.search(key):
                 continue                    # how long this answer took is not what it says
+            if type(inner) is str and len(inner) <= 40 and _STAMP.fullmatch(inner.strip()):
+                continue                    # nor when it was given (``query_time``, ``fetched_at``)
             _units(inner, f"{path}.{key}", units, found, depth + 1)
     elif kind is list:
         found[0] = True
@@ -146,7 +148,7 @@ _LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.IGN
 
 _RETRY_AFTER_S = re.compile(r"retry[- _]?after\W{0,3}(\d{1,6}(?:\.\d+)?)\s*(ms|s\b|sec|seconds?|m\b|min|minutes?)?",
                             re.IGNORECASE)
-_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown", re.IGNORECASE)
+_DELAY_KEY = re.compile(r"backoff|delay|wait|sleep|interval|cooldown|retry_?after", re.IGNORECASE)   # Retry-After: RFC 9110's delay
 
 
 def retry_after_s(result: ToolResultEvent) -> float | None:
@@ -275,3 +277,90 @@ def only_shape_differs(before: dict, parts: dict) -> bool:
     if before.keys() != parts.keys() or before == parts:
         return False
     return all(_key_kind(str(k)) == _SHAPE for k in parts if parts[k] != before[k])
+
+
+def _ints(text: str) -> tuple[int, ...] | None:
+    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first); anything else None."""
+    if text.isdigit():
+        return (int(text),)
+    if text[:1] == "[" and text[-1:] == "]":
+        inner = text[1:-1].split(",")
+        if len(inner) == 2 and all(p.strip().isdigit() for p in inner):
+            a, b = int(inner[0]), int(inner[1])
+            return (a, b) if a <= b else (b, a)     # the compare form sorts a list: a range is its two ends
+    return None
+
+
+def walks_on(before: dict, parts: dict) -> bool:
+    """Two calls of one read whose only changed arguments are positions that moved on to
+    where the last call ended: a range ``[1, 400]`` then ``[401, 800]``, a start and an end
+    line each moved past the old end, an offset moved on by the call's own limit. Each
+    step reads a part not read before (a file read in chunks), whatever its answer's
+    summary says. The same window again, or a jump back, is not a walk."""
+    if before.keys() != parts.keys():
+        return False
+    old: list[int] = []
+    new: list[int] = []
+    same: list[int] = []
+    for key, value in parts.items():
+        was = before[key]
+        if was == value:
+            n = _ints(value)
+            if n is not None and len(n) == 1:
+                same.append(n[0])
+            continue
+        a, b = _ints(was), _ints(value)
+        if a is None or b is None or len(a) != len(b):
+            return False
+        if len(a) == 2:
+            if not (a[0] <= a[1] and b[0] in (a[1], a[1] + 1) and b[1] >= b[0]):
+                return False
+            continue
+        old.append(a[0])
+        new.append(b[0])
+    if not old:
+        return len(parts) > 0 and any(before[k] != parts[k] for k in parts)
+    if len(old) == 2:                       # a start and an end: the new start is where the old end was
+        return min(new) in (max(old), max(old) + 1) and max(new) > max(old)
+    if len(old) == 1:                       # an offset moved on by the limit the call keeps asking for
+        return new[0] - old[0] in same and new[0] > old[0]
+    return False
+
+
+_PAGE_SIZE_KEYS = frozenset({"pagesize", "limit", "perpage", "maxresults", "size", "pagelimit", "top", "first",
+                             "count", "rows", "num"})
+
+
+_SIZE_KEY: dict[str, bool] = {}     # argument name -> names a page size (read once per name)
+
+
+def asks_page_size(arguments: dict[str, Any]) -> bool:
+    """The call names a page size (``pageSize``, ``limit``, ``per_page``, ``maxResults``)."""
+    return any(type(k) is str and k.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS
+               for k in arguments)
+
+
+def short_page(data: Any, arguments: dict[str, Any]) -> bool:
+    """A page with fewer items than the page size the call asked for (``pageSize: 30``, 9 hits):
+    the listing has no more, whatever a ``has_more`` flag on it says."""
+    if type(data) is not dict or not arguments:
+        return False
+    size = None
+    for key in arguments:
+        known = _SIZE_KEY.get(key)
+        if known is None:
+            known = type(key) is str and key.casefold().replace("_", "").replace("-", "") in _PAGE_SIZE_KEYS
+            if len(_SIZE_KEY) < 4096:
+                _SIZE_KEY[key] = known
+        if known:
+            value = arguments[key]
+            if type(value) is int and value > 1:
+                size = value
+                break
+    if size is None:
+        return False
+    for level in (data, *(v for v in data.values() if type(v) is dict)):
+        lists = [v for v in level.values() if type(v) is list]
+        if len(lists) == 1:
+            return 0 < len(lists[0]) < size
+    return False

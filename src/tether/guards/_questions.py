@@ -59,6 +59,18 @@ def is_refusal(reply: str) -> bool:
     return any(r in t for r in REFUSALS)
 
 
+# A reply that says the question was already answered ("I already said", "as I told you", "刚才说了", "说过了"):
+# the user's own word that the agent is asking again.
+_SAID_ALREADY = re.compile(r"\b(?:already|just) (?:said|told|answered|gave|mentioned|explained)\b|\bas i (?:said|told)\b|"
+                           r"\bi (?:said|told you) (?:already|before)\b|(?:刚才|刚刚|已经|之前|上面|前面)\S{0,3}?"
+                           r"(?:说|讲|回答|告诉|提供)(?:过|了)|说过了|讲过了|回答过了")
+
+
+def said_already(reply: str) -> bool:
+    """The user says they already answered this."""
+    return bool(_SAID_ALREADY.search(_norm(reply)))
+
+
 def content(text: str) -> frozenset[str]:
     t = _norm(text)
     grams = {run[i:i + 2] for run in _CJK_RUN.findall(t) for i in range(len(run) - 1)}
