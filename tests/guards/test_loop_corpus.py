@@ -100,11 +100,15 @@ def test_blind_tuning_items_do_not_get_worse():
     assert m["caught"] >= 441, m["missed"]
 
 
-# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok); None until the next sealed round
-# is measured. Round 5 (92, 89, 73, 10, 4 on the rules of i25-rules4) moved into tuning/g5, tuning/h5.
-HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = None
+# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). Round 6 (heldout/i, heldout/j),
+# measured once on the frozen rules of i25-rules5 (2026-12-01, 20:29 UTC). Round 5 (92, 89, 73, 10, 4 on the rules
+# of i25-rules4) moved into tuning/g5, tuning/h5.
+HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = (88, 86, 74, 7, 4)
 
 
+@pytest.mark.xfail(reason="the sealed round 6, measured once on the frozen rules of 2026-12-01 (i25-rules5): recall "
+                          "74/88 = 84.1%, hints on 7/86 ok = 8.1%, 0 blocks, 4 stops on ok (issue 25's floor: 95%, "
+                          "2%, 0, 0)", strict=True)
 def test_heldout_meets_the_floor():
     _assert_floor(_half("heldout"), sealed=True)
 
