@@ -156,18 +156,21 @@ def test_inspecting_a_missing_store_makes_none(command, tmp_path):
 
 
 def test_a_listing_of_a_missing_default_store_makes_none(tmp_path, monkeypatch):
-    """`tether runs list` (and the other listings, and `tether view`) where no store was made yet: they
-    say so and exit 0; a read that needs a run exits 2; none of them makes .tether/ or a store."""
+    """`tether runs list` (and the other listings, `tether stats` and `tether view`) where no store was made
+    yet: they say so and exit 0 (stats: the metrics of no runs); a read that needs a run exits 2; none of
+    them makes .tether/ or a store."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TETHER_STORE", raising=False)
     said = "no store at .tether/tether.db yet"
     for command in (("runs", "list"), ("runs", "list", "--format", "table"), ("runs", "evals"),
-                    ("runs", "approvals"), ("view", "--port", "0")):
+                    ("runs", "approvals"), ("stats",), ("view", "--port", "0")):
         res = _invoke(*command)
         assert res.exit_code == 0 and said in " ".join(res.output.split()), (command, res.output)
     doc = _invoke("runs", "list", "--format", "json")
     assert doc.exit_code == 0 and '"rows": []' in doc.stdout and '"total": 0' in doc.stdout
-    for command in (("runs", "show", "r1"), ("runs", "export", "r1"), ("stats",)):
+    none = _invoke("stats", "--json")
+    assert none.exit_code == 0 and '"runs": 0' in none.stdout and '"completion_rate": null' in none.stdout
+    for command in (("runs", "show", "r1"), ("runs", "export", "r1")):
         res = _invoke(*command)
         assert res.exit_code == 2 and said in " ".join(res.output.split()) and "Traceback" not in res.output
     monkeypatch.setenv("TETHER_STORE", str(tmp_path / "sub" / "t.db"))

@@ -48,14 +48,26 @@ def stats_command(
     from ..report.metrics import KEYS, compute, parse_since
     from ..store import open_store
 
+    from ..store.opening import NoStore
+
     with user_errors():
-        db = open_store(store, read_only=True)
-        m = compute(db, since=parse_since(since), model=model, case=case, kind=kind, eval_id=eval_id)
+        since_at = parse_since(since)
+        try:
+            db = open_store(store, read_only=True)
+        except NoStore:                 # nothing recorded yet: the metrics of no runs, and nothing made
+            from ..store.connect import store_spec
+
+            where, m = str(store_spec(store)), compute(None, runs=[])
+            notes = [f"no store at {where} yet: no runs (tether run or tether eval records runs there; this command "
+                     "makes none)"]
+        else:
+            where = db.where
+            m = compute(db, since=since_at, model=model, case=case, kind=kind, eval_id=eval_id)
+            notes = [f"left out: {m['errors']} error run(s), {m['running']} still running"
+                     + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else "")]
     rows = [{"label": LABELS[key], "value": _shown(key, m[key])} for key in KEYS]
-    note = (f"left out: {m['errors']} error run(s), {m['running']} still running"
-            + (f", {len(m['damaged'])} damaged ({', '.join(m['damaged'][:5])})" if m["damaged"] else ""))
     emit(Listing("stats", [Column("label", "metric"), Column("value", right=True)], rows,
-                 title=f"run metrics · {m['runs']} run(s) in {db.where}", notes=[note], document=m),
+                 title=f"run metrics · {m['runs']} run(s) in {where}", notes=notes, document=m),
          Format.json if json_out else fmt)
 
 
