@@ -375,11 +375,26 @@ def is_page_key(key: str) -> bool:
     return kind
 
 
-_ARG_KEY: dict[str, tuple[int, bool]] = {}     # argument name -> (_key_kind, is_page_key), both read in one look
+_OFFSET_KEYS = frozenset({"offset", "skip", "start", "startat", "startindex", "from", "startrow"})
+_OFFSET_KEY: dict[Any, bool] = {}
 
 
-def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict]:
-    """(signature, target, series, parts) of a call, in one pass over the sorted arguments.
+def is_offset_key(key: Any) -> bool:
+    """An argument name that says where a page starts (``offset``, ``startAt``, ``skip``)."""
+    known = _OFFSET_KEY.get(key)
+    if known is None:
+        known = type(key) is str and key.casefold().replace("_", "").replace("-", "") in _OFFSET_KEYS
+        if len(_OFFSET_KEY) < 4096:
+            _OFFSET_KEY[key] = known
+    return known
+
+
+# argument name -> (_key_kind, is_page_key, is_offset_key), all read in one look
+_ARG_KEY: dict[str, tuple[int, bool, bool]] = {}
+
+
+def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict, bool]:
+    """(signature, target, series, parts, offset) of a call, in one pass over the sorted arguments.
 
     * signature: ``tool:key=value,...`` with every value in :func:`canon` form
       (keys sorted at every depth, lists as sets, Unicode and punctuation
@@ -389,23 +404,27 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
       call names none (a pure query);
     * series: the signature without its paging arguments (page, offset,
       cursor, ...): the calls that walk one listing;
-    * parts: argument name -> canonical value, to tell which arguments two calls differ in.
+    * parts: argument name -> canonical value, to tell which arguments two calls differ in;
+    * offset: a whole-number argument named as an offset (ignored or not), the only
+      calls whose answer :func:`._evidence.offset_end` has to read.
 
-    All are keys for equality, never parsed back."""
+    The first four are keys for equality, never parsed back."""
     parts: dict[str, str] = {}
     sig: list[str] = []
     targets: list[str] = []
     series: list[str] = []
-    paged = False
+    paged = offset = False
     for key in sorted(arguments) if len(arguments) > 1 else arguments:
-        if ignore and key in ignore:
-            continue
         known = _ARG_KEY.get(key)
         if known is None:
-            known = (_key_kind(key), is_page_key(key))
+            known = (_key_kind(key), is_page_key(key), is_offset_key(key))
             if len(_ARG_KEY) < 4096:
                 _ARG_KEY[key] = known
-        kind, page = known
+        kind, page, at = known
+        if at and type(arguments[key]) is int:
+            offset = True                   # read before the skips below: offset_end reads every argument
+        if ignore and key in ignore:
+            continue
         if kind == _RETRY:
             continue                        # a retry counter or backoff delay: the same call
         value = arguments[key]
@@ -458,7 +477,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             series.append(part)
     head = tool + ":"
     signature = head + ",".join(sig)
-    return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts
+    return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts, offset
 
 
 _SLASHES = re.compile(r"/{2,}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..events import ToolResultEvent
 from ._calls import (
+    is_offset_key,
     _NAME_TOKEN,
     _NEXT_KEYS,
     _SHAPE,
@@ -198,20 +199,7 @@ def asks_for_information(text: str) -> bool:
                                                            # offers
 
 
-_OFFSET_KEYS = frozenset({"offset", "skip", "start", "startat", "startindex", "from", "startrow"})
 _TOTAL_KEYS = frozenset({"total", "totalcount", "totalresults", "totalhits", "totalitems", "totalsize", "count_total"})
-
-
-_OFFSET_KEY: dict[Any, bool] = {}
-
-
-def _is_offset_key(key: Any) -> bool:
-    known = _OFFSET_KEY.get(key)
-    if known is None:
-        known = type(key) is str and key.casefold().replace("_", "").replace("-", "") in _OFFSET_KEYS
-        if len(_OFFSET_KEY) < 4096:
-            _OFFSET_KEY[key] = known
-    return known
 
 
 def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
@@ -223,8 +211,7 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
     offset = None
     for key, value in arguments.items():
         if type(value) is int:
-            known = _OFFSET_KEY.get(key)
-            if known or (known is None and _is_offset_key(key)):
+            if is_offset_key(key):
                 offset = value
                 break
     if offset is None:

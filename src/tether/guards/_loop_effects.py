@@ -116,7 +116,7 @@ class _EffectRules:
     def _past_end(self, call: ToolCallRequest, described: tuple):
         """Another page of a listing that already said it ended (``has_more: false``,
         an empty page) and answered the pages after that with nothing."""
-        sig, _, skey, _ = described
+        sig, skey = described[0], described[2]
         if sig == skey:
             return None                     # no paging argument: not a page request
         listing = self.series.get(skey)

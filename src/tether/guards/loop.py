@@ -235,7 +235,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         """The last trip (the one that stopped the run) as the model reads it."""
         return self._said if lang == self._lang else None
 
-    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict]:
+    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict, bool]:
         ignore = self.config.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -288,9 +288,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         args, call_id = call.arguments, call.id     # read once: an attribute of a pydantic model is slow to read
         pending = self._pending
         if pending is not None and pending[0] == call_id:
-            sig, target, skey, parts = pending[1:]
+            sig, target, skey, parts, offset = pending[1:]
         else:
-            sig, target, skey, parts = self._describe(call)
+            sig, target, skey, parts, offset = self._describe(call)
         self._pending = None
         self._sig, self._tool = sig, tool
         self._args = args
@@ -366,7 +366,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         reading = ok and not action and kind == _NORMAL
         listing = self.series.get(skey) if ok and not action else None
         state = page_state(data, args) if reading and (nothing or skey != sig) else 0
-        if state == 0 and reading and skey != sig and offset_end(data, args):
+        if state == 0 and reading and offset and skey != sig and offset_end(data, args):
             state = 1                       # an offset at or past the total the answer reports
         elif state <= 0 and reading and skey != sig and not nothing and self._sizes.get(tool, True) \
                 and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
