@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,54 +21,13 @@ import pytest
 
 from tether.store import open_store
 
+from .stores import drop_connections, lock, named, release, store_url  # noqa: F401 - the fixture
 from .test_mcp_gateway import SERVERS, env
 
 pytest.importorskip("mcp", reason="the server is the mcp package's: pip install 'tether[mcp]'")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "lock-test", "version": "1"}}
-
-SQLITE_LOCKER = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN EXCLUSIVE")
-print("locked", flush=True)
-sys.stdin.readline()
-db.execute("COMMIT")
-"""
-
-PG_LOCKER = """
-import sys, psycopg
-db = psycopg.connect(sys.argv[1])
-db.execute("LOCK TABLE events, runs IN EXCLUSIVE MODE")
-print("locked", flush=True)
-sys.stdin.readline()
-db.commit()
-"""
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield str(tmp_path / "runs.db")
-        return
-    server = os.environ.get("TETHER_TEST_POSTGRES", "")
-    if not server:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI=true but no PostgreSQL for the tests: set TETHER_TEST_POSTGRES")
-        pytest.skip("no PostgreSQL for the tests: set TETHER_TEST_POSTGRES (eval \"$(scripts/start-postgres.sh)\")")
-    import uuid
-
-    import psycopg
-
-    name = "t_" + uuid.uuid4().hex[:16]
-    with psycopg.connect(server, autocommit=True) as con:
-        con.execute(f"CREATE SCHEMA {name}")
-    url = f"{server}{'&' if '?' in server else '?'}options=-csearch_path%3D{name}"
-    open_store(url).close()              # the tables exist before anyone locks them
-    yield url
-    with psycopg.connect(server, autocommit=True) as con:
-        con.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
 class Client:
@@ -118,23 +76,6 @@ async def start(store: str, *options: str) -> tuple[asyncio.subprocess.Process, 
     return proc, client
 
 
-def lock(store: str) -> subprocess.Popen:
-    script = PG_LOCKER if store.startswith("postgresql://") else SQLITE_LOCKER
-    locker = subprocess.Popen([sys.executable, "-c", script, store], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True, env=env())
-    assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
-    return locker
-
-
-def release(locker: subprocess.Popen) -> None:
-    assert locker.stdin is not None
-    locker.stdin.write("go\n")
-    locker.stdin.close()
-    assert locker.wait(timeout=60) == 0
-    assert locker.stdout is not None
-    locker.stdout.close()
-
-
 async def calls_while_locked(store: str) -> tuple[asyncio.subprocess.Process, subprocess.Popen, list[str]]:
     """Open the window, lock the store, then 8 calls one after the other and 4 at once: every
     answer comes back while the lock is still held."""
@@ -179,7 +120,7 @@ def check_record(store: str, answers: list[str], reason: str) -> None:
 
 
 @pytest.mark.slow        # a gateway, an MCP server and a lock holder in subprocesses
-async def test_calls_flow_while_the_store_is_locked_and_land_when_it_frees(store_url):
+async def test_calls_flow_while_the_store_is_locked_and_land_when_it_frees(store_url):  # noqa: F811
     proc, locker, answers = await calls_while_locked(store_url)
     release(locker)
     assert proc.stdin is not None
@@ -190,7 +131,7 @@ async def test_calls_flow_while_the_store_is_locked_and_land_when_it_frees(store
 
 
 @pytest.mark.slow        # a gateway, an MCP server and a lock holder in subprocesses
-async def test_sigterm_with_the_store_still_locked_writes_everything_once_it_frees(store_url):
+async def test_sigterm_with_the_store_still_locked_writes_everything_once_it_frees(store_url):  # noqa: F811
     proc, locker, answers = await calls_while_locked(store_url)
     proc.send_signal(signal.SIGTERM)        # the writes are still queued behind the lock
     release(locker)
@@ -200,19 +141,15 @@ async def test_sigterm_with_the_store_still_locked_writes_everything_once_it_fre
 
 
 @pytest.mark.slow        # a gateway and an MCP server in subprocesses
-async def test_a_lost_postgresql_connection_is_made_again_and_nothing_queued_is_lost(store_url):
+async def test_a_lost_postgresql_connection_is_made_again_and_nothing_queued_is_lost(store_url):  # noqa: F811
     """The server drops the gateway's store connection (as a restart would): calls go on, the
     writer connects again, every call's events land."""
     if not store_url.startswith("postgresql://"):
         pytest.skip("PostgreSQL only: a SQLite store has no connection to lose")
-    import psycopg
-
-    proc, client = await start(store_url)
+    gateway_url, name = named(store_url)      # only the gateway's own connection is dropped
+    proc, client = await start(gateway_url)
     answers = [await client.call("get_time") for _ in range(3)]
-    with psycopg.connect(os.environ["TETHER_TEST_POSTGRES"], autocommit=True) as con:
-        gone = con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE application_name = 'tether' AND pid <> pg_backend_pid()").fetchall()
-    assert gone and all(ok for (ok,) in gone)
+    assert drop_connections(name) >= 1
     answers += [await client.call("get_time") for _ in range(6)]
     answers += await asyncio.gather(*(client.call("slow", {"n": i}) for i in range(4)))
     answers.append(await client.call("fetch_report", {"report_id": "r-1"}))

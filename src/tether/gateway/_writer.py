@@ -12,10 +12,11 @@ concurrent conversations one wake-up serves many requests.
 
 The MCP gateway's guard windows (:mod:`.windows`) queue their writes the same
 way but do not wait for them: a proxied message never waits on the store, and
-a store locked by another process only delays when the events land. What is
-queued is written in order; appends of one run queued one after the other are
-written as one chunk (one transaction); a writer made with ``retry_locked_s``
-tries a write again while the store is locked by someone else (a lock error
+a store locked by another process only delays when the events land (for the
+LLM gateway it delays the response). What is queued is written in order;
+appends of one run queued one after the other are written as one chunk (one
+transaction); both gateways make their writer with ``retry_locked_s``
+(``RETRY_LOCKED_S``), which tries a write again while the store is locked by someone else (a lock error
 writes nothing, so the retry cannot write twice) and, on PostgreSQL, after
 the connection was lost (a server restart): it connects again and goes on
 with what is queued (a write whose commit was lost with the connection may be
@@ -39,6 +40,9 @@ from collections.abc import Callable
 from typing import Any
 
 _STOP = object()
+# How long a gateway's writes are tried again while another process holds the store locked
+# or its PostgreSQL server cannot be reached (both gateways: one outage is waited out once).
+RETRY_LOCKED_S = 600.0
 
 
 def lost(error: BaseException) -> bool:
@@ -262,4 +266,4 @@ class DeferredStore:
         self._writer.put(self._store.finish_run, run_id, status, reply, reason, **kwargs)
 
 
-__all__ = ["DeferredStore", "StoreWriter"]
+__all__ = ["RETRY_LOCKED_S", "DeferredStore", "StoreWriter"]

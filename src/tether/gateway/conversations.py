@@ -21,7 +21,10 @@ Only what is new in a request is read: the messages after those of the
 previous request, each converted, redacted and hashed once, so a long
 conversation costs what it adds, not its whole history again. The record is
 written by the gateway's store thread (:mod:`._writer`): a conversation's
-session only queues its writes.
+session only queues its writes. A store locked by another process, or a
+PostgreSQL server restarting, delays a response (it goes back once its record
+is in) rather than losing the record: the writer tries again, connects again,
+for up to ``RETRY_LOCKED_S``, as it does for the MCP gateway's windows.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from ..replay.redact import RedactionRules, Redactor
 from ..runtime import RunConfig, RunSession
 from ..status import TerminalStatus
 from ..tools import ToolSet
-from ._writer import DeferredStore, StoreWriter
+from ._writer import RETRY_LOCKED_S, DeferredStore, StoreWriter
 from .openai_format import messages_from, opening, tools_of
 
 MAX_CONVERSATIONS = 10_000
@@ -332,7 +335,7 @@ class Conversations:
         self.make_guards = guards
         self.label = label
         self.upstream = upstream
-        self.writer = StoreWriter(store) if store is not None else None
+        self.writer = StoreWriter(store, retry_locked_s=RETRY_LOCKED_S) if store is not None else None
         self.store = DeferredStore(self.writer) if self.writer is not None else None
         self.open: OrderedDict[str, Conversation] = OrderedDict()
         self.by_response: OrderedDict[str, str] = OrderedDict()     # Responses API id -> conversation key
@@ -389,7 +392,7 @@ class Conversations:
         for conv in self.open.values():
             conv.abandon(reason)
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close(timeout=None)      # exiting: what is queued waits for a locked store (RETRY_LOCKED_S)
             if self.writer.failures:
                 print(f"tether gateway: {self.writer.failures} write(s) to the store failed; see above",
                       file=sys.stderr)

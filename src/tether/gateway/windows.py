@@ -43,7 +43,7 @@ from ..messages import ToolCallRequest, ToolSpec
 from ..runtime import RunConfig, RunSession
 from ..status import TerminalStatus
 from ..tools import ToolSet
-from ._writer import DeferredStore, StoreWriter
+from ._writer import RETRY_LOCKED_S, DeferredStore, StoreWriter
 
 # What the store keeps of one tool result: a result bigger than this is kept as
 # its head plus its size and digest (the digest keeps the loop guard's "same
@@ -56,8 +56,6 @@ STOP_TEXT = ("tether stopped this window of calls: {reason}. Do not call tools a
 # Writes queued and not yet in the store (a store locked for long): past this many a call
 # waits for the store before it answers, so memory stays bounded.
 MAX_BACKLOG = 10_000
-# How long a write is tried again while another process holds the store locked.
-RETRY_LOCKED_S = 600.0
 LEASE_TTL_S = 3600.0
 
 

@@ -120,8 +120,9 @@ class PostgresStore:
         self._ready = False           # the schema was checked (on the first statement: see _reads)
         self._pipelines = psycopg.Pipeline.is_supported()
         try:
+            named = "application_name" in psycopg.conninfo.conninfo_to_dict(url)   # the URL's own name wins
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10,
-                                       application_name="tether")
+                                       **({} if named else {"application_name": "tether"}))
         except psycopg.Error as exc:
             raise StoreError(f"store {self.where} cannot be reached: {' '.join(str(exc).split())[:300]}") from None
 
