@@ -21,6 +21,7 @@ from ._calls import (
     is_page_key,
     is_pending,
     is_transient,
+    pending_form,
     norm_text,
 )
 
@@ -31,13 +32,18 @@ def pending_within(data: Any) -> bool:
     """A "not finished yet" status one or two objects down (``{"status": {"state":
     "PENDING"}}``, ``{"code": 0, "data": {"status": "in_progress"}}``): an envelope
     around a job's status is still a poll. Lists are not searched: a listing of jobs,
-    some running, is not a job that is running."""
+    some running, is not a job that is running; but a listing that holds one job is that
+    job (``{"data": [{"execute_id": "74", "execute_status": "Running"}]}``: a run's history
+    asked for by its id), read as a job's answer is on a repeat."""
     return type(data) is dict and _within(data, 0)
 
 
 def _within(data: dict, depth: int) -> bool:
     for key, value in data.items():
-        if type(value) is dict and len(value) <= 32:
+        if type(value) is list and len(value) == 1 and type(value[0]) is dict:
+            if is_pending(value[0]) or pending_form(value[0]):
+                return True
+        elif type(value) is dict and len(value) <= 32:
             if is_pending(value):
                 return True
             if depth + 1 < _MAX_DEPTH and _within(value, depth + 1):

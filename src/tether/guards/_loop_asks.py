@@ -62,6 +62,7 @@ class _QuestionRules:
         for event in events[max(self.heard + 1, n - 8):]:
             if type(event) is UserMessage and not Q.is_refusal(event.content):
                 self.progressed += 1
+                self.replied += 1           # and no stop on the calls before it: the person chose to go on
                 break
         self.heard = n - 1
 

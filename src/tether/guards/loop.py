@@ -198,6 +198,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
     told_at: int = -1                                            # ... in reply to this question (index in asked)
     progressed: int = 0                                          # calls so far that made progress
     heard: int = -1                                              # trajectory events read for user replies
+    replied: int = 0                                             # user replies (not refusals) heard so far
     novel: int = 0                                               # calls so far that read a result the window had
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
@@ -572,6 +573,11 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Intervention(first, rule, (self._said or message) + extra, numbers)
+        if self._sig not in self.hinted_sigs and rule != "retry_budget":
+            return None                     # the same kind of trip on another call (the next host of a batch, the
+                                            # next revision checked): look-alikes of a loop are legitimate work too,
+                                            # so only the very call a hint was about is stopped (a retry's budget
+                                            # counts the tool's attempts, whatever their arguments)
         if not self._stop_earned(trip_key):
             return None                     # the same loop again, but too soon after its hint or with news since
         numbers = {**numbers, "trips": self.trips}
@@ -584,7 +590,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         """Remember when a hint was given (calls so far, new results so far), by its trip and its call.
         A hint given after a result counts from that call (``delay``); one given before a call, on a
         question, or on a retry (whose budget says the next attempt stops) lets the very next trip stop."""
-        mark = [self.count if delay else self.count - 1, self.novel]
+        mark = [self.count if delay else self.count - 1, self.novel, self.replied]
         self.hint_marks[trip_key] = mark
         self.hint_marks[f"sig:{self._sig}"] = mark
         if len(self.hint_marks) > 32:
@@ -601,6 +607,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             return True                     # a state from before marks were kept: the old ladder
         if self.count - mark[0] < self.config.stop_after_hint or self.novel != mark[1]:
             return False
+        if len(mark) > 2 and mark[2] != self.replied and not trip_key.startswith("question_repeat:"):
+            return False                    # the user answered since the hint (not a refusal): a person chose to go
+                                            # on ("check once more"); a question asked again is the exception, its
+                                            # evidence is the answer
         st = self.sigs.get(self._sig)
         if st is not None and st[2] == _POLL:
             return False                    # waiting (an answer that says pending, a wait between): how long to wait
@@ -669,7 +679,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard, "replied": self.replied,
                 "reasked": self.reasked, "told": [self.told, self.told_at], "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
@@ -703,6 +713,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
         self.heard = int(state.get("heard", -1))
+        self.replied = int(state.get("replied", 0))
         self.reasked = int(state.get("reasked", 0))
         self.told, self.told_at = (int(v) for v in state.get("told", [0, -1]))
         self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
