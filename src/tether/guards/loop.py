@@ -177,6 +177,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
     hinted_sigs: list = field(default_factory=list)              # the calls those hints were about
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
+    acted_replied: dict[str, int] = field(default_factory=dict)  # side-effecting sig -> user replies heard at its last
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
                                                                  #          its time (s), immediate retries, index of
                                                                  #          its last backoff, Retry-After asked, delay
@@ -440,6 +441,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
+            if self.replied:
+                self.acted_replied[sig] = self.replied
+                _bound(self.acted_replied)
             free, rest = split_free(parts)
             prev = self.sent.get(tool)
             # sends in a row to the same place (the same other arguments), nothing else between
@@ -673,7 +677,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 "tool_streak": dict(self.tool_streak), "same_result": list(self.same_result),
                 "failed": {k: list(v) for k, v in self.failed.items()},
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
-                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted),
+                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted), "acted_replied": dict(self.acted_replied),
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
                 "thinking_s": self.thinking_s, "thought_scanned": self.thought_scanned,
                 "series": {k: list(v) for k, v in self.series.items()},
@@ -703,6 +707,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self.hinted_sigs = list(state.get("hinted_sigs", []))
         self.trips = int(state.get("trips", 0))
         self.acted = dict(state.get("acted", {}))
+        self.acted_replied = dict(state.get("acted_replied", {}))
         self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
         self.waited = int(state.get("waited", -1))
         self.thinking_s = float(state.get("thinking_s", 0.0))
