@@ -655,8 +655,21 @@ def accepted_job(data: dict, arguments: dict) -> bool:
     if not any(data.get(k) == 202 for k in _HTTP_STATUS_KEYS):
         return False
     sent = json.dumps(arguments, ensure_ascii=False, default=str)
-    return any(type(v) is str and v and _ID_KEY.search(k) and v not in sent
+    return any(_names_new_job(v, sent) if type(v) is dict and len(v) <= 16 else
+               (type(v) is str and v and (_ID_KEY.search(k) or _MONITOR_KEY.search(k)) and v not in sent)
                for k, v in data.items() if type(k) is str)
+
+
+# Where a 202 points to the status of the work it accepted (RFC 9110: "point to ... a status monitor"): a Location
+# header, Azure's Operation-Location / Azure-AsyncOperation, or an operation object's name.
+_MONITOR_KEY = re.compile(r"(?:^|[-_])(?:location|asyncoperation)$", re.I)
+
+
+def _names_new_job(data: dict, sent: str) -> bool:
+    """One object down (``{"headers": {"Location": ".../runs/08585"}}``, ``{"operation": {"name":
+    "operations/export-19b5"}}``): an id or a status monitor the call did not send."""
+    return any(type(v) is str and v and (_ID_KEY.search(k) or _MONITOR_KEY.search(k) or k == "name")
+               and v not in sent for k, v in data.items() if type(k) is str)
 
 
 _STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)
