@@ -65,9 +65,8 @@ ROUND6_ADDED = {
     "paging past the end": (3, 0, 0),
     "repeated creates": (1, 0, 0),
     "reordered results": (1, 0, 0),
-    "retry with backoff": (0, 1, 0),
     "errors that change": (2, 1, 0),
-    "re-sent after an acknowledgement": (3, 1, 0),
+    "re-sent after an acknowledgement": (2, 1, 0),
 }
 
 

@@ -158,6 +158,11 @@ from ._loop_repeats import _RepeatRules
 __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
 
+def _sent_values(args: dict) -> frozenset:
+    """The string values a call sent at its top level (the ids it named)."""
+    return frozenset(v for v in args.values() if type(v) is str and v)
+
+
 @dataclass
 class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseGuard):
     config: LoopConfig = field(default_factory=LoopConfig)
@@ -345,7 +350,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data) or (st is not None and (pending_within(data) or pending_form(data))):
+            elif is_pending(data) or (st is not None and (pending_within(data, _sent_values(args)) or pending_form(data))):
                 # a poll is a repeat
                 if is_submitted(data, args):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
