@@ -75,9 +75,10 @@ default is what it is):
   already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
-the model what it repeated and what else to do; the same trip again, or a trip
-of any rule on a call a hint was already about, with nothing new read since the
-hint (and, after a hint given on a result, one more call), stops the run as
+the model what it repeated and what else to do; a trip of any rule on the very
+call a hint was about (a retry: on the tool whose budget ran out), with nothing
+new read and no reply from the user since the hint (and, after a hint given on a
+result, one more call), stops the run as
 ``loop_aborted`` (or escalates with ``on_repeat="escalate"``) after a
 finish-up request, so the user still gets an answer. A trip about other calls
 is never a stop, whatever came before. ``outage`` blocks the call instead, since calling a dead service again
