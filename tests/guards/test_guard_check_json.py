@@ -60,7 +60,9 @@ def test_guard_check_over_a_store_of_many_runs_table_and_json_agree(tmp_path):
     assert {"identical", "cycle", "outage", "question_repeat"} <= {rule for _, rule in rules}
     for r in rules.values():
         assert r["trips"] == r["hint"] + r["block"] + r["stop"] + r["escalate"] and r["runs"] <= doc["runs_tripped"]
-    assert doc["runs_stopped"] == len(doc["stopped"]) > 30
+    # a stop only on the very call a hint was about (2026-12-01, sixth pass): 25 of the authors' loops are stopped,
+    # the rest end with hints (31 before, when a look-alike call tripping the same rule could stop)
+    assert doc["runs_stopped"] == len(doc["stopped"]) > 20
     assert all(s["run"].startswith("corpus-") for s in doc["stopped"])
     # the table says the same
     res = runner.invoke(app, ["guard-check", "--store", str(db), "--guards", "on"], catch_exceptions=False)

@@ -83,21 +83,23 @@ def _assert_floor(m, sealed=False):
     assert passes(m)
 
 
-@pytest.mark.xfail(reason="round 6 moved into the tuning pool (2026-12-01, 21:00 UTC) before a rules pass had seen it: "
-                          "the pool with the authors' corpus is 554/598 = 92.6%, hints on 18/557 = 3.2%, 0 blocks, 4 stops "
-                          "on ok (rules of i25-rules5; before round 6 moved in: 480/510, 11/471, 0, 0)", strict=True)
+@pytest.mark.xfail(reason="round 6 in the tuning pool, after the sixth rules pass (i25-rules6, 2026-12-01): the pool "
+                          "with the authors' corpus is 555/598 = 92.8%, hints on 15/557 = 2.7%, 0 blocks, 0 stops on ok "
+                          "(rules of i25-rules5 on the same pool: 554/598, 18/557, 0, 4): recall and hints miss the floor",
+                   strict=True)
 def test_tuning_pool_meets_the_floor():
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 515/558 caught; hints on 18/512 ok items (2 of them the budget's 80% notice
-    on batches of 21 and 23 calls); no block; 4 stops on ok items, all in round 6 (2026-12-01, rules of i25-rules5,
-    round 6 just moved in; before it 441/470, 11 hints, no stop)."""
+    """Pinned at the measured level: 516/558 caught; hints on 15/512 ok items (2 of them the budget's 80% notice
+    on batches of 21 and 23 calls); no block and no stop on an ok item (2026-12-01, sixth rules pass, i25-rules6:
+    a stop only on the very call a hint was about and never after a user reply; before it, with round 6 just
+    moved in, 515/558, 18 hints, 4 stops)."""
     m = _half("tuning")
-    assert m["blocks"] == [] and len(m["stops"]) <= 4, (m["blocks"], m["stops"])
-    assert len(m["hints"]) <= 18, m["hints"]
-    assert m["caught"] >= 515, m["missed"]
+    assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
+    assert len(m["hints"]) <= 15, m["hints"]
+    assert m["caught"] >= 516, m["missed"]
 
 
 # The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok); None until the next sealed round

@@ -79,6 +79,9 @@ def test_a_job_status_inside_an_envelope_is_a_poll():
     assert pending_within({"status": {"state": "PENDING"}, "statistics": {}})
     assert pending_within({"code": 0, "data": {"id": "c1", "status": "in_progress"}})
     assert not pending_within({"jobs": [{"status": "running"}]})        # a listing of jobs is not a job
+    # but a listing holding the one job the call named by its id is that job (a run's history asked by its id)
+    assert pending_within({"code": 0, "data": [{"execute_id": "7413", "execute_status": "Running"}]}, frozenset({"7413"}))
+    assert not pending_within({"data": [{"execute_id": "7413", "execute_status": "Running"}]}, frozenset({"9999"}))
     polls = iter([{"code": 0, "data": {"status": "in_progress"}}] * 6 + [{"code": 0, "data": {"status": "done"}}])
 
     @tool(description="chat retrieve")

@@ -58,16 +58,18 @@ def tuning():
     return items
 
 
-# Round 6 (tuning/i6, j6) moved into the pool at 21:00 UTC on 2026-12-01, measured once while sealed and not yet
-# tuned on: what it added to each family, over the allowances above: (more misses, more hints, stops on ok items).
-# A rules pass that takes it in sets these back to zero and moves the allowances above.
+# Round 6 (tuning/i6, j6) moved into the pool at 21:00 UTC on 2026-12-01: what it adds to each family, over the
+# allowances above: (more misses, more hints, stops on ok items). The sixth pass (i25-rules6) took its 4 stops and
+# a miss and 3 hints away (a stop only on the very call a hint was about; tuning/r6/README.md); what is left here
+# is round 6's, still to fix: paging past the end (a cursor that wraps, has_more 0, a page past totalPages), a
+# create with labels duplicated, contacts sorted five ways, errors that grow or never converge, an export resubmitted
+# (one action late) and a 202 job polled past its expiry; a validator's edits read as re-sends, a Feishu export poll.
 ROUND6_ADDED = {
     "paging past the end": (3, 0, 0),
     "repeated creates": (1, 0, 0),
     "reordered results": (1, 0, 0),
-    "retry with backoff": (0, 1, 0),
-    "errors that change": (2, 1, 1),
-    "re-sent after an acknowledgement": (3, 2, 1),
+    "errors that change": (2, 1, 0),
+    "re-sent after an acknowledgement": (2, 1, 0),
 }
 
 
@@ -103,9 +105,6 @@ def _transient_run_then_success(item) -> int:
     return longest
 
 
-@pytest.mark.xfail(reason="round 6 moved into the pool (2026-12-01, 21:00 UTC) before a rules pass had seen it: one "
-                          "legitimate run of it (a rolling restart over twelve hosts, a transient failure then success) is "
-                          "stopped by the rules of i25-rules5", strict=True)
 def test_a_retry_that_succeeds_within_the_budget_is_never_blocked_or_stopped(tuning):
     """By behaviour, whatever the family: every legitimate run in which a tool
     failed transiently up to 4 times in a row and then succeeded (tether's own

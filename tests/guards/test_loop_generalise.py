@@ -49,8 +49,12 @@ def test_pages_past_the_end_of_a_listing_trip_and_the_last_empty_page_does_not()
     assert trips == [] and result.status == "completed"
     past = [Decision.call("list_orders", {"page": p}) for p in (1, 2, 3, 4, 5, 6)] + [Decision.final("x")]
     result, trips = run(past, [list_orders])
-    assert [(t.rule, t.verdict) for t in trips] == [("past_end", "hint"), ("past_end", "stop")]
-    assert len(result.trajectory.tool_calls(executed_only=True)) == 4     # page 4 hinted, page 5 stopped
+    # page 4 hinted; pages 5 and 6 are other calls (a walk on through pages has legitimate look-alikes), so
+    # the hint is not followed by a stop: a stop needs the very call the hint was about (sixth pass, 2026-12-01)
+    assert [(t.rule, t.verdict) for t in trips] == [("past_end", "hint")]
+    again = [Decision.call("list_orders", {"page": p}) for p in (1, 2, 3, 4, 4, 4, 4)] + [Decision.final("x")]
+    result, trips = run(again, [list_orders])
+    assert [t.verdict for t in trips][:1] == ["hint"] and trips[-1].verdict == "stop"    # the same page again: stopped
 
 
 def test_creating_the_same_thing_again_is_a_loop_even_with_a_fresh_id_each_time():

@@ -520,11 +520,20 @@ def canonical_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str] 
 _STATE_NOUNS = frozenset({"status", "state", "progress", "result", "results"})
 
 
+def _verb_tokens(tool: str) -> list[str]:
+    """The words of a tool's name that may hold its verb: all of them, but a namespace before the first
+    dot (an MCP server, a product: ``make.``, ``coze.``) when words follow it."""
+    head, dot, rest = tool.partition(".")
+    tokens = [t.casefold() for t in _NAME_TOKEN.findall(rest)] if dot else []
+    return tokens or [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+
+
 def is_action_name(tool: str) -> bool:
     """A side-effecting tool by its name: the first verb in it (after a vendor
     prefix: ``weibo_get_post_detail`` reads, ``crm_tag_customer`` writes) is a
-    write verb."""
-    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    write verb. A namespace before a dot names a server or a product, never the act
+    (``make.blueprint_validate``: Make's validator; ``make_report`` makes one)."""
+    tokens = _verb_tokens(tool)
     if tokens and tokens[-1] in _STATE_NOUNS and any(t in READ_VERBS for t in tokens):
         return False                        # a read of a state is named for it (``save_url_check_job_status``)
     for t in tokens:
@@ -539,7 +548,7 @@ def is_action_name(tool: str) -> bool:
 
 def is_read_name(tool: str) -> bool:
     """A read by its name: the first verb in it is a read verb (``read_file``, ``get_status``)."""
-    tokens = [t.casefold() for t in _NAME_TOKEN.findall(tool)]
+    tokens = _verb_tokens(tool)
     for t in tokens:
         if t in READ_VERBS:
             return True
@@ -655,8 +664,21 @@ def accepted_job(data: dict, arguments: dict) -> bool:
     if not any(data.get(k) == 202 for k in _HTTP_STATUS_KEYS):
         return False
     sent = json.dumps(arguments, ensure_ascii=False, default=str)
-    return any(type(v) is str and v and _ID_KEY.search(k) and v not in sent
+    return any(_names_new_job(v, sent) if type(v) is dict and len(v) <= 16 else
+               (type(v) is str and v and (_ID_KEY.search(k) or _MONITOR_KEY.search(k)) and v not in sent)
                for k, v in data.items() if type(k) is str)
+
+
+# Where a 202 points to the status of the work it accepted (RFC 9110: "point to ... a status monitor"): a Location
+# header, Azure's Operation-Location / Azure-AsyncOperation, or an operation object's name.
+_MONITOR_KEY = re.compile(r"(?:^|[-_])(?:location|asyncoperation)$", re.I)
+
+
+def _names_new_job(data: dict, sent: str) -> bool:
+    """One object down (``{"headers": {"Location": ".../runs/08585"}}``, ``{"operation": {"name":
+    "operations/export-19b5"}}``): an id or a status monitor the call did not send."""
+    return any(type(v) is str and v and (_ID_KEY.search(k) or _MONITOR_KEY.search(k) or k == "name")
+               and v not in sent for k, v in data.items() if type(k) is str)
 
 
 _STATUS_SUFFIX = re.compile(r"(?:status|state|phase|stage)$", re.I)

@@ -21,26 +21,33 @@ from ._calls import (
     is_page_key,
     is_pending,
     is_transient,
+    pending_form,
     norm_text,
 )
 
 _MAX_DEPTH = 2
 
 
-def pending_within(data: Any) -> bool:
+def pending_within(data: Any, sent: frozenset = frozenset()) -> bool:
     """A "not finished yet" status one or two objects down (``{"status": {"state":
     "PENDING"}}``, ``{"code": 0, "data": {"status": "in_progress"}}``): an envelope
     around a job's status is still a poll. Lists are not searched: a listing of jobs,
-    some running, is not a job that is running."""
-    return type(data) is dict and _within(data, 0)
+    some running, is not a job that is running; but a listing that holds one job, the one
+    the call named by its id (``{"data": [{"execute_id": "7413", "execute_status": "Running"}]}``
+    for ``{"execute_id": "7413"}``), is that job, read as a job's answer is on a repeat."""
+    return type(data) is dict and _within(data, 0, sent)
 
 
-def _within(data: dict, depth: int) -> bool:
+def _within(data: dict, depth: int, sent: frozenset) -> bool:
     for key, value in data.items():
-        if type(value) is dict and len(value) <= 32:
+        if type(value) is list and len(value) == 1 and type(value[0]) is dict and sent:
+            job = value[0]
+            if (is_pending(job) or pending_form(job)) and any(type(v) is str and v in sent for v in job.values()):
+                return True
+        elif type(value) is dict and len(value) <= 32:
             if is_pending(value):
                 return True
-            if depth + 1 < _MAX_DEPTH and _within(value, depth + 1):
+            if depth + 1 < _MAX_DEPTH and _within(value, depth + 1, sent):
                 return True
     return False
 

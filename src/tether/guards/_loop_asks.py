@@ -59,11 +59,29 @@ class _QuestionRules:
         it is not a repeat ("check again this afternoon", then the same lookup). Only the
         last few events are read: a reply is news to the calls right after it."""
         n = len(events)
-        for event in events[max(self.heard + 1, n - 8):]:
+        start = max(self.heard + 1, n - 8)
+        for k in range(start, n):
+            event = events[k]
             if type(event) is UserMessage and not Q.is_refusal(event.content):
                 self.progressed += 1
+                if not self._asked_again(events, k):
+                    self.replied += 1       # a go-ahead: no stop, no duplicate on the calls before it
                 break
         self.heard = n - 1
+
+    def _asked_again(self, events: list, k: int) -> bool:
+        """The question a reply answers repeats one asked before (``Delete a.txt?`` ... ``Delete a.txt
+        now?``): the answer is no new go-ahead, only the old one again. Read only when the user replies,
+        over the last 200 events."""
+        low = max(0, k - 200)
+        for j in range(k - 1, low - 1, -1):
+            event = events[j]
+            if isinstance(event, AgentMessage) and event.kind == "question":
+                words = Q.content(event.content)
+                return any(isinstance(e, AgentMessage) and e.kind == "question"
+                           and Q.overlap(words, Q.content(e.content)) >= self.config.question_overlap
+                           for e in events[low:j])
+        return False
 
     def _read_questions(self, ctx: GuardContext) -> None:
         """Fold the questions to the user and their replies since the last look."""

@@ -31,8 +31,9 @@ class _EffectRules:
             return None
         done = self.acted.get(sig, 0)
         limit = self.config.max_action_repeats
-        if done < limit:
-            return None
+        if done < limit or self.acted_replied.get(sig, 0) != self.replied:
+            return None                     # not done yet; or done, then the user answered (not a refusal): the
+                                            # message says "if it must be done again, say why first", and it was said
         self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=done)
         return ("duplicate_action", sig,
                 f"{call.name} ({_short(call.arguments)}) already succeeded {done} time(s) with these arguments; "

@@ -75,9 +75,10 @@ default is what it is):
   already was (``max_reasks``).
 
 The ladder (seed 002 section 3.3): the first trip of a kind is a hint telling
-the model what it repeated and what else to do; the same trip again, or a trip
-of any rule on a call a hint was already about, with nothing new read since the
-hint (and, after a hint given on a result, one more call), stops the run as
+the model what it repeated and what else to do; a trip of any rule on the very
+call a hint was about (a retry: on the tool whose budget ran out), with nothing
+new read and no reply from the user since the hint (and, after a hint given on a
+result, one more call), stops the run as
 ``loop_aborted`` (or escalates with ``on_repeat="escalate"``) after a
 finish-up request, so the user still gets an answer. A trip about other calls
 is never a stop, whatever came before. ``outage`` blocks the call instead, since calling a dead service again
@@ -158,6 +159,11 @@ from ._loop_repeats import _RepeatRules
 __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
 
+def _sent_values(args: dict) -> frozenset:
+    """The string values a call sent at its top level (the ids it named)."""
+    return frozenset(v for v in args.values() if type(v) is str and v)
+
+
 @dataclass
 class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseGuard):
     config: LoopConfig = field(default_factory=LoopConfig)
@@ -177,6 +183,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
     hinted_sigs: list = field(default_factory=list)              # the calls those hints were about
     trips: int = 0
     acted: dict[str, int] = field(default_factory=dict)          # side-effecting sig -> successful calls
+    acted_replied: dict[str, int] = field(default_factory=dict)  # side-effecting sig -> user replies heard at its last
     retries: dict[str, list] = field(default_factory=dict)       # tool -> [transient failures in a row, last index,
                                                                  #          its time (s), immediate retries, index of
                                                                  #          its last backoff, Retry-After asked, delay
@@ -198,6 +205,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
     told_at: int = -1                                            # ... in reply to this question (index in asked)
     progressed: int = 0                                          # calls so far that made progress
     heard: int = -1                                              # trajectory events read for user replies
+    replied: int = 0                                             # user replies (not refusals) heard so far
     novel: int = 0                                               # calls so far that read a result the window had
                                                                  # not seen (an action's receipt is not one)
     hint_marks: dict[str, list] = field(default_factory=dict)    # hinted trip key or call -> [count, novel] then
@@ -343,7 +351,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data) or (st is not None and (pending_within(data) or pending_form(data))):
+            elif is_pending(data) or (st is not None and (pending_within(data, _sent_values(args)) or pending_form(data))):
                 # a poll is a repeat
                 if is_submitted(data, args):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
@@ -439,6 +447,9 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if ok and action:
             self.acted[sig] = self.acted.get(sig, 0) + 1
             _bound(self.acted)
+            if self.replied:
+                self.acted_replied[sig] = self.replied
+                _bound(self.acted_replied)
             free, rest = split_free(parts)
             prev = self.sent.get(tool)
             # sends in a row to the same place (the same other arguments), nothing else between
@@ -572,6 +583,11 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             extra = (" " + i18n.text(self._lang or "en", "loop.alternatives")
                      if first == "hint" and rule != "question_repeat" else "")
             return Intervention(first, rule, (self._said or message) + extra, numbers)
+        if self._sig not in self.hinted_sigs and rule != "retry_budget":
+            return None                     # the same kind of trip on another call (the next host of a batch, the
+                                            # next revision checked): look-alikes of a loop are legitimate work too,
+                                            # so only the very call a hint was about is stopped (a retry's budget
+                                            # counts the tool's attempts, whatever their arguments)
         if not self._stop_earned(trip_key):
             return None                     # the same loop again, but too soon after its hint or with news since
         numbers = {**numbers, "trips": self.trips}
@@ -584,7 +600,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         """Remember when a hint was given (calls so far, new results so far), by its trip and its call.
         A hint given after a result counts from that call (``delay``); one given before a call, on a
         question, or on a retry (whose budget says the next attempt stops) lets the very next trip stop."""
-        mark = [self.count if delay else self.count - 1, self.novel]
+        mark = [self.count if delay else self.count - 1, self.novel, self.replied]
         self.hint_marks[trip_key] = mark
         self.hint_marks[f"sig:{self._sig}"] = mark
         if len(self.hint_marks) > 32:
@@ -601,6 +617,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             return True                     # a state from before marks were kept: the old ladder
         if self.count - mark[0] < self.config.stop_after_hint or self.novel != mark[1]:
             return False
+        if len(mark) > 2 and mark[2] != self.replied and not trip_key.startswith("question_repeat:"):
+            return False                    # the user answered since the hint (not a refusal): a person chose to go
+                                            # on ("check once more"); a question asked again is the exception, its
+                                            # evidence is the answer
         st = self.sigs.get(self._sig)
         if st is not None and st[2] == _POLL:
             return False                    # waiting (an answer that says pending, a wait between): how long to wait
@@ -663,13 +683,13 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 "tool_streak": dict(self.tool_streak), "same_result": list(self.same_result),
                 "failed": {k: list(v) for k, v in self.failed.items()},
                 "asked": [[list(w), r] for w, r in self.asked], "scanned": self.scanned, "count": self.count,
-                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted),
+                "hinted": list(self.hinted), "hinted_sigs": list(self.hinted_sigs), "trips": self.trips, "acted": dict(self.acted), "acted_replied": dict(self.acted_replied),
                 "retries": {k: list(v) for k, v in self.retries.items()}, "waited": self.waited,
                 "thinking_s": self.thinking_s, "thought_scanned": self.thought_scanned,
                 "series": {k: list(v) for k, v in self.series.items()},
                 "irrelevant": {k: list(v) for k, v in self.irrelevant.items()},
                 "last": {k: [dict(v[0]), *v[1:]] for k, v in self.last.items()},
-                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard,
+                "shapes": {k: dict(v) for k, v in self.shapes.items()}, "progressed": self.progressed, "heard": self.heard, "replied": self.replied,
                 "reasked": self.reasked, "told": [self.told, self.told_at], "sent": {k: [dict(v[0]), *v[1:]] for k, v in self.sent.items()},
                 "refusals": list(self.refusals),
                 "created": {k: [dict(v[0]), v[1]] for k, v in self.created.items()},
@@ -693,6 +713,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self.hinted_sigs = list(state.get("hinted_sigs", []))
         self.trips = int(state.get("trips", 0))
         self.acted = dict(state.get("acted", {}))
+        self.acted_replied = dict(state.get("acted_replied", {}))
         self.retries = {k: list(v) for k, v in state.get("retries", {}).items()}
         self.waited = int(state.get("waited", -1))
         self.thinking_s = float(state.get("thinking_s", 0.0))
@@ -703,6 +724,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self.shapes = {k: dict(v) for k, v in state.get("shapes", {}).items() if isinstance(v, dict)}
         self.progressed = int(state.get("progressed", 0))
         self.heard = int(state.get("heard", -1))
+        self.replied = int(state.get("replied", 0))
         self.reasked = int(state.get("reasked", 0))
         self.told, self.told_at = (int(v) for v in state.get("told", [0, -1]))
         self.sent = {k: [dict(v[0]), *v[1:]] for k, v in state.get("sent", {}).items()}
