@@ -166,11 +166,10 @@ def _store_to_read(store: str | None):
 def _none_yet(kind: str, columns: list[Column], store: str | None, extra: dict) -> Listing:
     """An empty listing of a store that is not there yet: it says so, and the command exits 0."""
     from ..store.connect import store_spec
+    from ..store.opening import no_store_yet
 
     where = str(store_spec(store))
-    return Listing(kind, columns, [], notes=[f"no store at {where} yet: no {kind} (tether run or tether eval "
-                                             "records runs there; this command makes none)"],
-                   extra={"store": where, **extra})
+    return Listing(kind, columns, [], notes=[no_store_yet(where, kind)], extra={"store": where, **extra})
 
 
 def _evals_table(rows: list[dict], note: str) -> Listing:

@@ -48,18 +48,15 @@ def stats_command(
     from ..report.metrics import KEYS, compute, parse_since
     from ..store import open_store
 
-    from ..store.opening import NoStore
+    from ..store.opening import NoStore, no_store_yet
 
     with user_errors():
         since_at = parse_since(since)
         try:
             db = open_store(store, read_only=True)
-        except NoStore:                 # nothing recorded yet: the metrics of no runs, and nothing made
-            from ..store.connect import store_spec
-
-            where, m = str(store_spec(store)), compute(None, runs=[])
-            notes = [f"no store at {where} yet: no runs (tether run or tether eval records runs there; this command "
-                     "makes none)"]
+        except NoStore as exc:          # nothing recorded yet: the metrics of no runs, and nothing made
+            where, m = str(exc.path), compute(None, runs=[])
+            notes = [no_store_yet(where)]
         else:
             where = db.where
             m = compute(db, since=since_at, model=model, case=case, kind=kind, eval_id=eval_id)

@@ -29,14 +29,13 @@ def view_command(
     from ..report.html.server import make_server
     from ..store import open_store
 
-    from ..store.opening import NoStore
+    from ..store.opening import NoStore, no_store_yet
 
     with user_errors():
         try:
             db = open_store(store, read_only=True)
         except NoStore as exc:
-            console.print(f"tether view: no store at {exc.path} yet, nothing to show (tether run or tether eval "
-                          "records runs there; this command makes none)", highlight=False, soft_wrap=True)
+            console.print(f"tether view: {no_store_yet(exc.path, 'runs to show')}", highlight=False, soft_wrap=True)
             return
         try:
             server = make_server(db, port)

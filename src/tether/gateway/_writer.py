@@ -36,6 +36,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -85,7 +86,8 @@ class StoreWriter:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._reported: set[str] = set()
         self._closed = False
-        self._replaced: list[Any] = []     # stores whose connection was lost (their queued writes go to .store)
+        self._replaced: weakref.WeakSet = weakref.WeakSet()   # stores whose connection was lost (their queued
+                                                              # writes go to .store); gone once nothing queued holds them
         self._trouble_since: float | None = None    # when the store became locked / unreachable (monotonic)
         self.failures = 0
         self.retried = 0          # writes tried again because the store was locked or its connection lost
@@ -176,7 +178,7 @@ class StoreWriter:
         store that stays locked delays the gateway's exit by that long at most)."""
         pause = 0.05
         while True:
-            if any(getattr(fn, "__self__", None) is old for old in self._replaced):
+            if getattr(fn, "__self__", None) in self._replaced:
                 fn = getattr(self.store, fn.__name__)          # queued before the store was connected again
             try:
                 value = fn(*args, **kwargs)
@@ -205,7 +207,7 @@ class StoreWriter:
         except Exception:                   # noqa: BLE001 - still down: the next round tries again
             return True
         old, self.store = self.store, fresh
-        self._replaced.append(old)
+        self._replaced.add(old)
         with contextlib.suppress(Exception):     # it is gone already
             old.close()
         return True

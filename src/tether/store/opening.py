@@ -38,6 +38,11 @@ class StoreError(UsageError):
     """A store that cannot be used as given (the message names the file and what to do)."""
 
 
+def no_store_yet(where: object, what: str = "runs") -> str:
+    """What a read says where no store was made yet (the listings, ``stats`` and ``view``, which exit 0)."""
+    return f"no store at {where} yet: no {what} (tether run or tether eval records runs there; this command makes none)"
+
+
 class NoStore(StoreError):
     """No store at the path a command that only reads was given: it makes none (the
     listings say so and exit 0; a command that needs a run exits 2)."""
