@@ -120,9 +120,8 @@ def test_requests_while_the_store_is_locked_wait_for_their_record_and_lose_none(
 
 
 @pytest.mark.slow        # a gateway and a model API in subprocesses
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)      # a SQLite store has no connection to lose
 def test_a_dropped_postgresql_connection_is_made_again_and_no_request_fails(upstream, store_url, tmp_path):  # noqa: F811
-    if not store_url.startswith("postgresql://"):
-        pytest.skip("PostgreSQL only: a SQLite store has no connection to lose")
     gateway_url, name = named(store_url)          # only the gateway's own connection is dropped
     proc, url, err = start(upstream, gateway_url, tmp_path)
     try:

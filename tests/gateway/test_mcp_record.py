@@ -141,11 +141,10 @@ async def test_sigterm_with_the_store_still_locked_writes_everything_once_it_fre
 
 
 @pytest.mark.slow        # a gateway and an MCP server in subprocesses
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)      # a SQLite store has no connection to lose
 async def test_a_lost_postgresql_connection_is_made_again_and_nothing_queued_is_lost(store_url):  # noqa: F811
     """The server drops the gateway's store connection (as a restart would): calls go on, the
     writer connects again, every call's events land."""
-    if not store_url.startswith("postgresql://"):
-        pytest.skip("PostgreSQL only: a SQLite store has no connection to lose")
     gateway_url, name = named(store_url)      # only the gateway's own connection is dropped
     proc, client = await start(gateway_url)
     answers = [await client.call("get_time") for _ in range(3)]
