@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -178,3 +179,51 @@ def test_a_listing_of_a_missing_default_store_makes_none(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     assert _invoke("run", "C4-LD-01", "--run-id", "w1").exit_code == 0      # a command that records makes it
     assert "w1" in _invoke("runs", "list").output
+
+
+def _open_and_write(path: str) -> str:
+    import uuid
+
+    try:
+        SQLiteStore(path).create_run(uuid.uuid4().hex)
+        return "ok"
+    except Exception as exc:                      # the test reports what each process saw
+        return f"{type(exc).__name__}: {exc}"
+
+
+@pytest.mark.parametrize("reopen", [False, True], ids=["new store", "store in use"])
+def test_processes_opening_one_store_at_once_all_get_in(tmp_path, reopen):
+    """Eight processes open one store at the same moment, forty times over: none is told the store
+    is busy (a new store's switch to WAL takes a lock SQLite does not wait for) or damaged (another
+    process's checkpoint writes the header's new page count before the pages it counts)."""
+    import multiprocessing
+    from collections import Counter
+
+    seen: Counter = Counter()
+    with multiprocessing.get_context("fork").Pool(8) as pool:
+        for trial in range(40):
+            db = str(tmp_path / f"s{trial if not reopen else 0}.db")
+            seen.update(pool.map(_open_and_write, [db] * 8))
+    assert seen == Counter({"ok": 320}), seen
+
+
+def test_opening_a_store_again_in_one_process_keeps_the_first_ones_locks(tmp_path):
+    """A process (a gateway, a test session, a user's own loop) opens a store it already holds
+    open: it must not read the file with a descriptor of its own, since closing that descriptor
+    drops every lock the process holds on the file. Without the shared lock, another process
+    takes the store for unused and switches it out of WAL under the first connection."""
+    db = tmp_path / "s.db"
+    first = SQLiteStore(db)
+    first.create_run("r1")
+    second = SQLiteStore(db)
+    try:
+        other = subprocess.run(
+            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0); "
+             "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
+            capture_output=True, text=True, timeout=60)
+        assert "locked" in other.stderr or other.stdout.strip() == "wal", (other.stdout, other.stderr)
+        first.create_run("r2")
+        assert {r["run_id"] for r in second._rows("SELECT run_id FROM runs")} == {"r1", "r2"}
+    finally:
+        second.close()
+        first.close()

@@ -24,6 +24,8 @@ import contextlib
 import os
 import sqlite3
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote
@@ -32,6 +34,43 @@ from ..errors import UsageError
 
 HEADER = b"SQLite format 3\x00"
 LAST_OPENED: list[Path] = []        # the stores this process opened, for error messages that lack a name
+
+# The store files this process holds open through SQLite, by (device, inode), with how many stores
+# hold each. POSIX drops all of a process's locks on a file when *any* descriptor of that file is
+# closed, so reading a store's header with a descriptor of our own while a connection in this
+# process is open would silently drop that connection's locks: another process could then write
+# under it and damage the store. A file held here was checked when it was first opened and is
+# never read raw again until every store on it is closed.
+_HELD: dict[tuple[int, int], int] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def hold(path: Path | str) -> tuple[int, int] | None:
+    """Note that a store in this process now holds ``path`` open; the key to :func:`release`."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (info.st_dev, info.st_ino)
+    with _HELD_LOCK:
+        _HELD[key] = _HELD.get(key, 0) + 1
+    return key
+
+
+def release(key: tuple[int, int] | None) -> None:
+    if key is None:
+        return
+    with _HELD_LOCK:
+        left = _HELD.get(key, 0) - 1
+        if left > 0:
+            _HELD[key] = left
+        else:
+            _HELD.pop(key, None)
+
+
+def _held(info: os.stat_result) -> bool:
+    with _HELD_LOCK:
+        return (info.st_dev, info.st_ino) in _HELD
 
 
 class StoreError(UsageError):
@@ -89,6 +128,8 @@ def _check_path(path: Path, read_only: bool = False) -> None:
                              "leaves it as it is (a command that records runs, such as tether run or tether eval, "
                              "makes a store in it), or give another --store")
         return
+    if _held(info):
+        return          # open in this process already (checked then): a descriptor of ours would drop its locks
     try:
         with path.open("rb") as fh:
             head = fh.read(len(HEADER))
@@ -97,29 +138,46 @@ def _check_path(path: Path, read_only: bool = False) -> None:
     if head != HEADER:
         raise StoreError(f"store {path} is not a tether store (not an SQLite database file); give another "
                          "--store, or remove the file and tether starts a new store there")
-    header_check(path, info.st_size)
+    header_check(path)
 
 
-def header_check(path: Path, size: int) -> None:
+def header_check(path: Path, *, attempts: int = 3) -> None:
     """The 100-byte header against the file: a page size SQLite can have, and (with no WAL
-    beside it that could hold the rest) at least as many bytes as the pages it counts."""
-    try:
-        with path.open("rb") as fh:
-            header = fh.read(100)
-    except OSError as exc:
-        raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
-    if len(header) < 100:
-        raise StoreError(f"store {path} is damaged (its header is cut short); {recovery(path)}")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    if page_size < 512 or page_size & (page_size - 1):
-        raise StoreError(f"store {path} is damaged (its header names page size {page_size}); {recovery(path)}")
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]          # the in-header page count is current
-    wal = Path(f"{path}-wal")
-    if valid and pages and size < pages * page_size and not (wal.exists() and wal.stat().st_size):
-        raise StoreError(f"store {path} is damaged (cut short: {size} bytes, its header counts {pages} pages of "
-                         f"{page_size}); {recovery(path)}")
+    beside it that could hold the rest) at least as many bytes as the pages it counts.
+
+    Another process may be checkpointing while this reads: it writes page 1 (the new page
+    count) before the pages past the file's end, then removes its WAL. So the header is read
+    first, the WAL looked for next and the size taken last (a WAL gone means its checkpoint
+    is over), and a file that still looks cut short is read again before it is called damaged."""
+    for attempt in range(attempts):
+        try:
+            with path.open("rb") as fh:
+                header = fh.read(100)
+        except OSError as exc:
+            raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
+        if len(header) < 100:
+            raise StoreError(f"store {path} is damaged (its header is cut short); {recovery(path)}")
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        if page_size < 512 or page_size & (page_size - 1):
+            raise StoreError(f"store {path} is damaged (its header names page size {page_size}); {recovery(path)}")
+        pages = int.from_bytes(header[28:32], "big")
+        valid = header[24:28] == header[92:96]          # the in-header page count is current
+        wal = Path(f"{path}-wal")
+        try:
+            in_wal = wal.exists() and wal.stat().st_size > 0
+        except OSError:                                 # removed between the two calls: a checkpoint ended
+            in_wal = False
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise StoreError(f"store {path}: cannot be read ({exc.strerror or exc})") from None
+        if not (valid and pages and size < pages * page_size and not in_wal):
+            return
+        if attempt + 1 < attempts:
+            time.sleep(0.05)
+    raise StoreError(f"store {path} is damaged (cut short: {size} bytes, its header counts {pages} pages of "
+                     f"{page_size}); {recovery(path)}")
 
 
 TABLES = ("runs", "evals", "events", "checkpoints", "effects", "approvals", "leases")

@@ -156,6 +156,24 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _wal(db: sqlite3.Connection, wait_s: float = 10.0) -> None:
+    """Put the store in WAL mode. Switching a new store's journal takes a lock that SQLite does not
+    wait for (its busy handler is not called), so two processes making one store at once would see
+    one of them fail as busy: retry for up to ``wait_s``, as a write waits for its lock."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            if code not in (5, 6) or time.monotonic() >= deadline:     # SQLITE_BUSY, SQLITE_LOCKED
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+
 class SQLiteStore:
     """Thread-safe enough for one process running many runs (one connection, a lock).
 
@@ -175,6 +193,9 @@ class SQLiteStore:
         self._chains: dict[str, _Chain] = {}
         self.skipped: list[str] = []          # rows a listing left out (damaged), with why
         self._db, self.read_only = connect(self.path, read_only=read_only)
+        from .opening import hold
+
+        self._held = hold(self.path) if str(self.path) != ":memory:" else None
         self._db.row_factory = sqlite3.Row
         from .opening import checked
 
@@ -182,7 +203,7 @@ class SQLiteStore:
             if not self.read_only:
                 # 2 KiB pages (a new store only): a checkpoint or a step's events rewrite fewer bytes than with 4 KiB
                 self._db.execute("PRAGMA page_size=2048")
-                self._db.execute("PRAGMA journal_mode=WAL")
+                _wal(self._db)
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._migrate()
@@ -225,8 +246,21 @@ class SQLiteStore:
                 raise
 
     def close(self) -> None:
+        from .opening import release
+
         with self._lock:
             self._db.close()
+            held, self._held = self._held, None
+        release(held)
+
+    def __del__(self) -> None:
+        # Python's sqlite3 connection sits in a reference cycle (its statement cache), so it would
+        # stay open, holding the file, until the cycle collector ran: close it with its store.
+        if hasattr(self, "_db"):
+            try:
+                self.close()
+            except Exception:       # interpreter shutdown, or already closed
+                pass
 
     def _tx(self, sql: str, params: tuple = ()) -> None:
         with self._lock:
