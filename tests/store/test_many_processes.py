@@ -1,0 +1,274 @@
+"""Many processes on one store at once, as users start them: several `tether eval` and `tether run`
+writing runs (CI jobs, xdist workers), two resumes of one killed durable run, two `tether approve`
+of one paused run, readers (`runs list`, `runs show`, `stats`, `store info`, the pages of a
+running `tether view`) and upkeep (`store prune`, `store vacuum`, `store check`, `store copy`),
+all started together against one SQLite file or one PostgreSQL schema.
+
+Then: every process exited 0 (the loser of a race is told so, as docs/limits.md says; a writer
+waits for the store's lock, it is never told "busy"), no output holds a traceback or speaks of a
+damaged store or an I/O error, `store check` finds the store sound, every finished run's digest
+verifies against its events, and the runs are exactly those made: the pruned ones gone, none lost,
+none twice. The default suite runs a small crowd on each backend; `pytest -m slow` a large one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tether.events import events_digest
+from tether.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = ROOT / "tests" / "runtime" / "_crash_agent.py"
+SRC = ROOT / "src"
+# What no process may say: a traceback, a damaged store, an I/O error, a writer told the store is busy
+# (tether's own wording: the cases' tools say "try again" to the agents, which is data).
+BAD = re.compile(r"Traceback|is damaged|damaged run|disk I/O error|malformed|not a database|internal error|"
+                 r"is busy \(|database is locked")
+EVAL_ID = re.compile(r"\bev-\d{8}-[0-9a-f]{6}\b")
+
+
+class Crowd:
+    """Processes started one after another without waiting, each writing its output to a file."""
+
+    def __init__(self, folder: Path, store: str):
+        self.folder, self.store = folder, store
+        self.started: list[tuple[str, subprocess.Popen, Path]] = []
+        self.env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200", "KILL_AT": ""}
+        for name in ("TETHER_DEBUG", "TETHER_STORE"):
+            self.env.pop(name, None)
+
+    def _start(self, name: str, argv: list[str], env: dict | None = None) -> None:
+        out = self.folder / f"{name}.out"
+        with out.open("w", encoding="utf-8") as fh:
+            proc = subprocess.Popen(argv, cwd=self.folder, env=env or self.env, stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+        self.started.append((name, proc, out))
+
+    def cli(self, name: str, *args: str) -> None:
+        self._start(name, [sys.executable, "-m", "tether.cli", *args])
+
+    def agent(self, name: str, mode: str, world: Path, kill_at: str = "") -> None:
+        self._start(name, [sys.executable, str(AGENT), mode, self.store, str(world), "run-1"],
+                    {**self.env, "KILL_AT": kill_at})
+
+    def wait(self, timeout: float = 600) -> dict[str, tuple[int, str]]:
+        deadline = time.monotonic() + timeout
+        done = {}
+        for name, proc, out in self.started:
+            try:
+                rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+            done[name] = (rc, out.read_text(encoding="utf-8", errors="replace"))
+        self.started = []
+        return done
+
+
+def _one(crowd: Crowd, name: str, *args: str) -> str:
+    crowd.cli(name, *args)
+    rc, out = crowd.wait()[name]
+    assert rc == 0, f"{name}: exit {rc}\n{out[-1500:]}"
+    return out
+
+
+def _eval_id(out: str) -> str:
+    found = EVAL_ID.findall(out)
+    assert found, out[-800:]
+    return found[-1]
+
+
+class Pages(threading.Thread):
+    """`tether view` serving the store while the crowd works: its pages, fetched over and over."""
+
+    def __init__(self, crowd: Crowd, paths: list[str]):
+        super().__init__(daemon=True)
+        crowd.cli("view", "view", "--port", "0", "--store", crowd.store)
+        self.proc, self.out = crowd.started.pop()[1:]
+        self.paths, self.stop, self.problems, self.fetched = paths, threading.Event(), [], 0
+        self.base = ""
+
+    def run(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while not self.base and time.monotonic() < deadline:
+            m = re.search(r"http://127\.0\.0\.1:\d+/", self.out.read_text(encoding="utf-8", errors="replace"))
+            if m:
+                self.base = m.group(0)
+            elif self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not self.base:
+            self.problems.append("view: never served: " + self.out.read_text(encoding="utf-8", errors="replace"))
+            return
+        with httpx.Client(base_url=self.base, timeout=60) as client:
+            while True:
+                for path in self.paths:
+                    r = client.get(path)
+                    self.fetched += 1
+                    if r.status_code != 200 or BAD.search(r.text):
+                        self.problems.append(f"view {path}: {r.status_code} {BAD.findall(r.text)[:3]}")
+                if self.stop.is_set():
+                    return
+
+    def finish(self) -> tuple[int, str]:
+        self.stop.set()
+        self.join(timeout=120)
+        self.proc.terminate()
+        rc = self.proc.wait(timeout=30)
+        return (0 if rc in (0, -15) else rc), self.out.read_text(encoding="utf-8", errors="replace")
+
+
+def _world(path: Path) -> dict[str, int]:
+    db = sqlite3.connect(path)
+    try:
+        return {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("refunds", "emails", "tickets")}
+    finally:
+        db.close()
+
+
+def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    crowd = Crowd(folder, store_url)
+    S = ("--store", store_url)
+    steady = ("--model", "policy:steady")
+
+    # -- before: runs to prune, an eval to keep, a paused run, a killed durable run -------------
+    old = _eval_id(_one(crowd, "seed-old", "eval", "c4", *steady, "--case", "C4-AR-0[12]", *S))
+    kept = _eval_id(_one(crowd, "seed-kept", "eval", "c4", *steady, "--case", "C4-AR-03", *S)) if big else None
+    time.sleep(0.05)
+    cutoff = dt.datetime.now().isoformat(timespec="microseconds")
+    time.sleep(0.05)
+    world = folder / "world.db"
+    if big:
+        crowd.cli("seed-paused", "run", "C4-PA-02", "--approve", "zhihu_get_answers", "--run-id", "p1", *S)
+        crowd.agent("seed-killed", "start", world, kill_at="create_refund:after")
+        seeded = crowd.wait()
+        assert seeded["seed-paused"][0] == 3 and "awaiting approval" in seeded["seed-paused"][1], seeded
+        assert seeded["seed-killed"][0] == -9, seeded
+    db = open_store(store_url, read_only=True)
+    before = {r["run_id"]: r for r in db.list_runs(1000)}
+    db.close()
+    old_runs = {k for k, r in before.items() if r["eval_id"] == old}
+    kept_runs = sorted(k for k, r in before.items() if r["eval_id"] == kept)
+    assert len(old_runs) == 2 and (not big or len(kept_runs) == 1), before
+
+    # -- at once: writers, racers, readers, upkeep ----------------------------------------------
+    evals = 4 if big else 2
+    runs = 3 if big else 1
+    pages = None
+    if big:
+        pages = Pages(crowd, ["/", f"/eval/{kept}", f"/run/{kept_runs[0]}", "/?kind=eval", "/run/p1"])
+    for i in range(evals):
+        crowd.cli(f"eval-{i}", "eval", "c4", *steady, *(() if big else ("--case", "C4-PA-01")),
+                  "--json", f"eval-{i}.json", *S)
+    for i in range(runs):
+        crowd.cli(f"run-{i}", "run", "C4-LD-01", *steady, "--run-id", f"r{i}", *S)
+    crowd.cli("prune", "store", "prune", "--older-than", cutoff, *(("--keep-evals", kept) if big else ()), *S)
+    crowd.cli("vacuum-0", "store", "vacuum", *S)
+    readers = [("list", "runs", "list"), ("stats", "stats"), ("info", "store", "info"), ("check", "store", "check")]
+    if big:
+        crowd.agent("resume-a", "resume", world)
+        crowd.agent("resume-b", "resume", world)
+        crowd.cli("approve-alice", "approve", "p1", "--by", "alice", "--approver", "allow", *S)
+        crowd.cli("approve-bob", "approve", "p1", "--reject", "--by", "bob", "--approver", "allow", *S)
+        readers += [("show", "runs", "show", kept_runs[0]), ("evals", "runs", "evals"),
+                    ("approvals", "runs", "approvals"), ("list-json", "runs", "list", "--format", "json")]
+        crowd.cli("copy", "store", "copy", store_url, str(folder / "copy.db"))
+        pages.start()
+    for round_ in range(2 if big else 1):
+        for name, *args in readers:
+            crowd.cli(f"{name}-{round_}", *args, *S)
+    if big:
+        crowd.cli("vacuum-1", "store", "vacuum", *S)
+    done = crowd.wait()
+    if pages is not None:
+        done["view"] = pages.finish()
+
+    # -- every process ended as it should -------------------------------------------------------
+    # (the resume racers are a user's script: the loser's RunBusy reaches it as an exception, with its traceback)
+    problems = [f"{name}: {BAD.findall(out)[:3]}\n{out[-1200:]}" for name, (_, out) in done.items()
+                if BAD.search(out) and not (name.startswith("resume-") and BAD.findall(out) == ["Traceback"]
+                                            and "RunBusy" in out)]
+    racers = {"resume-a", "resume-b", "approve-alice", "approve-bob"}
+    problems += [f"{name}: exit {rc}\n{out[-1200:]}" for name, (rc, out) in done.items()
+                 if rc != 0 and name not in racers]
+    if big:
+        resumes = [done[n] for n in ("resume-a", "resume-b")]
+        if [rc for rc, _ in resumes].count(0) < 1 or not any(out.split()[:1] == ["completed"] for _, out in resumes):
+            problems.append(f"resumes: none completed the run {resumes}")
+        problems += [f"a losing resume said {out[-400:]!r}" for rc, out in resumes
+                     if rc != 0 and "RunBusy" not in out and "already ended" not in out]
+        approvals = [done[n] for n in ("approve-alice", "approve-bob")]
+        if sorted(rc == 0 for rc, _ in approvals) != [False, True]:
+            problems.append(f"approvals: exits {[rc for rc, _ in approvals]} (one decides, one is told) {approvals}")
+        problems += [f"the losing approve said {out[-400:]!r}" for rc, out in approvals if rc != 0 and not any(
+            w in out for w in ("decided meanwhile", "no pending approval", "being driven"))]
+        if pages.fetched < len(pages.paths):
+            problems.append(f"view: only {pages.fetched} page(s) fetched")
+        problems += pages.problems
+    assert problems == [], "\n\n".join(problems)
+    assert re.search(r"pruned 2 run\(s\)", done["prune"][1]), done["prune"][1]
+
+    # -- and the store holds exactly the runs made, each sound -----------------------------------
+    out = _one(crowd, "check-after", "store", "check", *S)
+    assert ": ok" in out, out
+    db = open_store(store_url, read_only=True)
+    try:
+        after = db.list_runs(5000)
+        ids = [r["run_id"] for r in after]
+        assert len(ids) == len(set(ids)), "a run listed twice"
+        have = set(ids)
+        assert not have & old_runs, f"pruned runs still there: {sorted(have & old_runs)}"
+        expect = set(kept_runs) | {f"r{i}" for i in range(runs)} | ({"p1", "run-1"} if big else set())
+        assert expect <= have, f"runs lost: {sorted(expect - have)}"
+        cases_per_eval = 16 if big else 1
+        made_evals = {r["eval_id"] for r in after if r["eval_id"] not in (None, kept)}
+        assert len(made_evals) == evals, made_evals
+        for eval_id in made_evals:
+            trials = [(r["case_id"], r["trial"]) for r in after if r["eval_id"] == eval_id]
+            assert len(trials) == len(set(trials)) == cases_per_eval, (eval_id, sorted(trials))
+        assert have == expect | {r["run_id"] for r in after if r["eval_id"] in made_evals}, sorted(have)
+        unsound = []
+        for r in after:
+            run = db.get_run(r["run_id"])
+            if run["status"] == "running":
+                unsound.append(f"{r['run_id']}: still running")
+                continue
+            events = db.events(r["run_id"])
+            end = next((i for i, e in enumerate(events) if e.get("type") == "run_finished"), len(events) - 1)
+            if not run.get("digest") or events_digest(events[:end + 1]) != run["digest"]:
+                unsound.append(f"{r['run_id']}: digest {run.get('digest')} does not verify")
+        assert unsound == [], unsound
+        if big:
+            assert [e["type"] for e in db.events("run-1")].count("run_finished") == 1
+            assert _world(world) == {"refunds": 1, "emails": 1, "tickets": 1}, _world(world)
+            decided = [a for a in db.approvals("p1") if a["decided_by"] in ("alice", "bob")]
+            assert len(decided) == 1, decided
+    finally:
+        db.close()
+    if big:         # the copy taken while the crowd wrote is a sound store of its own
+        assert ": ok" in _one(crowd, "check-copy", "store", "check", str(folder / "copy.db"))
+
+
+def test_a_small_crowd_on_one_store(store_url, tmp_path):
+    """Two evals and a run writing, prune and vacuum, four readers and a check, all at once."""
+    crowd_on_one_store(store_url, tmp_path / "crowd", big=False)
+
+
+@pytest.mark.slow
+def test_a_large_crowd_on_one_store(store_url, tmp_path):
+    """Four whole C4 evals, three runs, two racing resumes, two racing approvals, eight readers
+    twice, the viewer's pages, prune, two vacuums and a copy, all at once (about a minute)."""
+    crowd_on_one_store(store_url, tmp_path / "crowd", big=True)
