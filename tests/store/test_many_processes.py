@@ -307,3 +307,39 @@ def test_a_large_crowd_on_one_store(store_url, tmp_path):
     """Four whole C4 evals, three runs, two racing resumes, two racing approvals, eight readers
     twice, the viewer's pages, prune, two vacuums and a copy, all at once (about a minute)."""
     crowd_on_one_store(store_url, tmp_path / "crowd", big=True)
+
+
+def _write_or_read(job: tuple[str, str]) -> str:
+    import uuid
+
+    from tether.store.opening import NoStore
+
+    kind, path = job
+    try:
+        store = open_store(path, read_only=kind == "read")
+        if kind == "write":
+            store.create_run(uuid.uuid4().hex)
+        else:
+            store.list_runs(5)
+        store.close()
+        return "ok"
+    except NoStore:
+        return "no store yet"                     # a listing says so and exits 0
+    except Exception as exc:                      # the test reports what each process saw
+        return f"{kind}: {type(exc).__name__}: {exc}"
+
+
+def test_readers_started_with_the_writers_that_make_the_store(tmp_path):
+    """`tether runs list` started with the evals that make a new store (a CI job listing what its
+    matrix wrote): the first writer opens the file, then writes its header a moment later. A reader
+    between the two saw an empty file and was told it is not a tether store; it now waits for the
+    header (only for an empty file this recent, for a moment), or finds no store yet."""
+    import multiprocessing
+    from collections import Counter
+
+    seen: Counter = Counter()
+    with multiprocessing.get_context("fork").Pool(8) as pool:
+        for trial in range(30):
+            seen.update(pool.map(_write_or_read, [("write", str(tmp_path / f"s{trial}.db")),
+                                                   ("read", str(tmp_path / f"s{trial}.db"))] * 4))
+    assert set(seen) <= {"ok", "no store yet"} and seen["ok"] >= 120, seen

@@ -4,7 +4,9 @@
   :class:`StoreError` naming it; so is a non-empty file that is not SQLite
   (its first 16 bytes are not ``SQLite format 3\\0``), and an empty file given
   to a command that only reads (it is left as it is: only a command that
-  writes makes a store in it).
+  writes makes a store in it). An empty file changed in the last few seconds
+  may be a store another process is making: a read waits a moment for its
+  header before saying so.
 - A store that cannot be written (the file, or the folder its WAL files go
   in, is read-only) is opened read-only when the caller only reads
   (``mode=ro``; ``immutable=1`` when even the WAL index cannot be made), and
@@ -121,9 +123,10 @@ def _check_path(path: Path, read_only: bool = False) -> None:
                          f"(e.g. {path / 'tether.db'})")
     if not stat.S_ISREG(info.st_mode):
         raise StoreError(f"store {path} is not a regular file (a device or a pipe); give a file for the store")
+    if info.st_size == 0 and read_only and not _in_wal(path):
+        info = _made_meanwhile(path, info)
     if info.st_size == 0:
-        wal = Path(f"{path}-wal")
-        if read_only and not (wal.exists() and wal.stat().st_size):      # (a store just made lives in its WAL)
+        if read_only and not _in_wal(path):      # (a store just made lives in its WAL)
             raise StoreError(f"store {path} is an empty file, not a tether store; this command only reads and "
                              "leaves it as it is (a command that records runs, such as tether run or tether eval, "
                              "makes a store in it), or give another --store")
@@ -139,6 +142,34 @@ def _check_path(path: Path, read_only: bool = False) -> None:
         raise StoreError(f"store {path} is not a tether store (not an SQLite database file); give another "
                          "--store, or remove the file and tether starts a new store there")
     header_check(path)
+
+
+# An empty file this recent may be a store another process is making right now (it opens the file,
+# then writes its header when it switches the store to WAL): a read waits a moment for it.
+MAKING_S = 5.0
+MAKING_WAIT_S = 1.0
+
+
+def _in_wal(path: Path) -> bool:
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _made_meanwhile(path: Path, info: os.stat_result) -> os.stat_result:
+    """The file's stat once a store being made in it has its header or WAL (after at most
+    :data:`MAKING_WAIT_S`), or as it is: an empty file older than :data:`MAKING_S` is not waited for."""
+    deadline = time.monotonic() + MAKING_WAIT_S
+    while time.time() - info.st_mtime < MAKING_S and time.monotonic() < deadline:
+        time.sleep(0.01)
+        try:
+            info = path.stat()
+        except OSError:
+            break
+        if info.st_size or _in_wal(path):
+            break
+    return info
 
 
 def header_check(path: Path, *, attempts: int = 3) -> None:
