@@ -343,3 +343,45 @@ def test_readers_started_with_the_writers_that_make_the_store(tmp_path):
             seen.update(pool.map(_write_or_read, [("write", str(tmp_path / f"s{trial}.db")),
                                                    ("read", str(tmp_path / f"s{trial}.db"))] * 4))
     assert set(seen) <= {"ok", "no store yet"} and seen["ok"] >= 120, seen
+
+
+_FINISH = """
+import sys
+from tether.events import events_digest
+from tether.store import open_store
+store, run_id = open_store(sys.argv[1]), sys.argv[2]
+store.append_events(run_id, [(1, {"type": "run_finished", "status": "completed"})])
+store.finish_run(run_id, "completed", "done", "", digest=events_digest(store.events(run_id)))
+store.create_run("later")
+store.close()
+"""
+
+
+def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_store(tmp_path):
+    """`tether store copy` of a store in use: another process finishes a run, and starts one, while the
+    copy reads table after table. The copy holds the store as it was at one moment (the run still
+    running, the new one not there) and verifies; it used to mix moments, and call its own copy of
+    the run, events read after the run's row, unfaithful."""
+    from tether.store.copy import copy_store
+
+    src_path = tmp_path / "src.db"
+    src = open_store(src_path)
+    src.create_run("r1")
+    src.append_events("r1", [(0, {"type": "run_started", "text": "开始"})])
+    real_dump = src.dump
+
+    def dump(table: str, batch: int = 1000):
+        yield from real_dump(table, batch)
+        if table == "events" and not (tmp_path / "finished").exists():
+            (tmp_path / "finished").touch()
+            env = {**os.environ, "PYTHONPATH": str(SRC)}
+            subprocess.run([sys.executable, "-c", _FINISH, str(src_path), "r1"], env=env, check=True, timeout=120)
+
+    src.dump = dump
+    dst = open_store(tmp_path / "dst.db")
+    done = copy_store(src, dst)
+    assert (tmp_path / "finished").exists() and done["rows"]["runs"] == 1 and done["checked"] == 0, done
+    copied = dst.get_run("r1")
+    assert copied["status"] == "running" and not copied["digest"] and dst.get_run("later") is None
+    assert [e["type"] for e in dst.events("r1")] == ["run_started"]
+    assert open_store(src_path, read_only=True).get_run("r1")["status"] == "completed"

@@ -18,13 +18,14 @@ store migrates it in place, a newer one is refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -713,6 +714,22 @@ class SQLiteStore:
         except StoreError as exc:
             problems.append(str(exc))
         return problems
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator["SQLiteStore"]:
+        """Reads inside see the store as it was at one moment (one read transaction), whatever
+        other processes write meanwhile: a copy's source, read table after table."""
+        from .opening import checked
+
+        with self._lock, checked(self.path):
+            self._db.execute("BEGIN")
+            self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()     # the moment is the first read
+        try:
+            yield self
+        finally:
+            with self._lock:
+                if self._db.in_transaction:
+                    self._db.execute("COMMIT")
 
     def dump(self, table: str, batch: int = 1000):
         """Every row of ``table`` (store/queries.py TABLES), in batches of tuples (a copy's source)."""
