@@ -385,3 +385,33 @@ def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_
     assert copied["status"] == "running" and not copied["digest"] and dst.get_run("later") is None
     assert [e["type"] for e in dst.events("r1")] == ["run_started"]
     assert open_store(src_path, read_only=True).get_run("r1")["status"] == "completed"
+
+
+@pytest.mark.parametrize("command", [("store", "prune", "--older-than", "1d"), ("store", "vacuum"),
+                                     ("store", "copy", "{store}", "{folder}/copy.db")])
+def test_upkeep_called_from_python_keeps_the_locks_of_a_store_the_process_holds(tmp_path, command):
+    """tether's CLI called in a process that already holds the store open (a notebook, a test
+    session, a user's own loop): the upkeep commands checked the file's first bytes with a
+    descriptor of their own, and closing it dropped every lock the process held on the file.
+    Another process then took the store for unused and switched it out of WAL under the first
+    connection (the lead's third bug, in `tether store prune | vacuum | copy`)."""
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    db = tmp_path / "s.db"
+    first = open_store(db)
+    first.create_run("r1")
+    args = [a.format(store=db, folder=tmp_path) for a in command]
+    res = CliRunner().invoke(app, [*args, *(() if "copy" in command else ("--store", str(db)))])
+    try:
+        assert res.exit_code == 0, res.output
+        other = subprocess.run(
+            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0); "
+             "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
+            capture_output=True, text=True, timeout=60)
+        assert "locked" in other.stderr or other.stdout.strip() == "wal", (other.stdout, other.stderr)
+        first.create_run("r2")
+        assert {r["run_id"] for r in first.list_runs()} == {"r1", "r2"}
+    finally:
+        first.close()

@@ -181,6 +181,10 @@ def _an_existing_store(where: str | None, doing: str) -> None:
         return
     if not spec.is_file():
         raise UsageError(f"store {spec}: no such file to {doing}")
+    from ..store.opening import held
+
+    if held(spec):          # a store open in this process (tether called from Python): reading the file with a
+        return              # descriptor of our own would drop that store's locks when it closed
     with spec.open("rb") as f:
         head = f.read(16)
     if head != b"SQLite format 3\x00":

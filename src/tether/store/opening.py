@@ -75,6 +75,15 @@ def _held(info: os.stat_result) -> bool:
         return (info.st_dev, info.st_ino) in _HELD
 
 
+def held(path: Path | str) -> bool:
+    """A store in this process holds ``path`` open: never read it with a descriptor of your own
+    (closing it would drop that store's locks; see :data:`_HELD`)."""
+    try:
+        return _held(os.stat(path))
+    except (OSError, ValueError):
+        return False
+
+
 class StoreError(UsageError):
     """A store that cannot be used as given (the message names the file and what to do)."""
 
