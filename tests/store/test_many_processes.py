@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,11 +39,13 @@ EVAL_ID = re.compile(r"\bev-\d{8}-[0-9a-f]{6}\b")
 
 
 class Crowd:
-    """Processes started one after another without waiting, each writing its output to a file."""
+    """Processes started one after another without waiting, each writing its output to a file:
+    new interpreters (``python -m tether.cli``), or with ``forked`` the CLI in forks of this one
+    (no interpreter to start nor modules to import: the small crowd of the default suite)."""
 
-    def __init__(self, folder: Path, store: str):
-        self.folder, self.store = folder, store
-        self.started: list[tuple[str, subprocess.Popen, Path]] = []
+    def __init__(self, folder: Path, store: str, *, forked: bool = False):
+        self.folder, self.store, self.forked = folder, store, forked
+        self.started: list[tuple[str, Any, Path]] = []
         self.env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200", "KILL_AT": ""}
         for name in ("TETHER_DEBUG", "TETHER_STORE"):
             self.env.pop(name, None)
@@ -55,7 +58,16 @@ class Crowd:
         self.started.append((name, proc, out))
 
     def cli(self, name: str, *args: str) -> None:
-        self._start(name, [sys.executable, "-m", "tether.cli", *args])
+        if not self.forked:
+            self._start(name, [sys.executable, "-m", "tether.cli", *args])
+            return
+        import multiprocessing
+
+        out = self.folder / f"{name}.out"
+        proc = multiprocessing.get_context("fork").Process(target=_forked_cli, args=(list(args), out, self.folder,
+                                                                                     self.env))
+        proc.start()
+        self.started.append((name, proc, out))
 
     def agent(self, name: str, mode: str, world: Path, kill_at: str = "") -> None:
         self._start(name, [sys.executable, str(AGENT), mode, self.store, str(world), "run-1"],
@@ -65,14 +77,52 @@ class Crowd:
         deadline = time.monotonic() + timeout
         done = {}
         for name, proc, out in self.started:
-            try:
-                rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = proc.wait()
+            if isinstance(proc, subprocess.Popen):
+                try:
+                    rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    rc = proc.wait()
+            else:
+                proc.join(timeout=max(1.0, deadline - time.monotonic()))
+                if proc.exitcode is None:
+                    proc.kill()
+                    proc.join()
+                rc = proc.exitcode
             done[name] = (rc, out.read_text(encoding="utf-8", errors="replace"))
         self.started = []
         return done
+
+
+def _forked_cli(args: list[str], out: Path, cwd: Path, env: dict) -> None:
+    """In a fork: ``tether ARGS`` as the console script runs it, its output to ``out``; exits with its code."""
+    import io
+    import traceback
+
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stdin = io.StringIO("")
+    sys.argv = ["tether", *args]
+    code = 0
+    try:
+        from tether.cli import main
+
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:           # noqa: BLE001 - said in the output, which the test reads
+        traceback.print_exc()
+        code = 70
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _one(crowd: Crowd, name: str, *args: str) -> str:
@@ -169,7 +219,9 @@ def _world(path: Path) -> dict[str, int]:
 
 def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    crowd = Crowd(folder, store_url)
+    if not big:         # what the CLI's commands import, imported once here for the forks
+        import tether.cli.eval, tether.cli.runs, tether.cli.stats, tether.cli.store, tether.evals.runner  # noqa: E401,F401
+    crowd = Crowd(folder, store_url, forked=not big)
     S = ("--store", store_url)
     steady = ("--model", "policy:steady")
 
@@ -217,9 +269,13 @@ def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
         readers += [("show", "runs", "show", kept_runs[0]), ("evals", "runs", "evals"),
                     ("approvals", "runs", "approvals"), ("list-json", "runs", "list", "--format", "json")]
         upkeep += [("copy", "store", "copy", store_url, "{copy}")]
-    lines = [Line(crowd, readers), Line(crowd, upkeep)]
+    lines = []
     if big:
+        lines = [Line(crowd, readers), Line(crowd, upkeep)]
         pages.start()
+    else:               # once each, at the same time as the writers (forks and threads do not mix)
+        for name, *args in readers + upkeep:
+            crowd.cli(name, *args, *S)
     done = crowd.wait()
     for line in lines:
         done.update(line.finish())
