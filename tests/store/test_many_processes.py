@@ -471,3 +471,38 @@ def test_upkeep_called_from_python_keeps_the_locks_of_a_store_the_process_holds(
         assert {r["run_id"] for r in first.list_runs()} == {"r1", "r2"}
     finally:
         first.close()
+
+
+_HOLD_LOCK = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+@pytest.mark.slow           # the lock is held past the 10 s SQLite used to wait
+def test_writers_wait_out_a_long_vacuum_instead_of_failing(tmp_path):
+    """`tether store vacuum` (or prune) of a store of a year of runs holds the write lock for tens of
+    seconds: a `tether run` or `tether eval` writing meanwhile waits for it, as the gateways do. They
+    used to wait 10 s, then fail: "store ... is busy: try again"."""
+    db = tmp_path / "s.db"
+    crowd = Crowd(tmp_path, str(db))
+    _one(crowd, "seed", "run", "C4-LD-01", "--model", "policy:steady", "--run-id", "seed", "--store", str(db))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(db), "22"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        crowd.cli("run", "run", "C4-LD-01", "--model", "policy:steady", "--run-id", "w1", "--store", str(db))
+        crowd.cli("eval", "eval", "c4", "--model", "policy:steady", "--case", "C4-AR-01", "--store", str(db))
+        crowd.cli("list", "runs", "list", "--store", str(db))          # a read does not wait at all
+        done = crowd.wait()
+    finally:
+        holder.wait(timeout=120)
+        holder.stdout.close()
+    assert {name: rc for name, (rc, _) in done.items()} == {"run": 0, "eval": 0, "list": 0}, done
+    assert not any(BAD.search(out) for _, out in done.values()), done
+    store = open_store(db, read_only=True)
+    assert {r["run_id"] for r in store.list_runs()} >= {"seed", "w1"} and store.count_runs() == 3
+    store.close()

@@ -297,7 +297,9 @@ def explain(exc: sqlite3.Error, path: Path | str) -> Exception:
         return DiskFull(f"store {path}: the disk is full (SQLITE_FULL: {text}); free some space and rerun. "
                         "The store is not damaged: the write that failed was rolled back")
     if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text:
-        return StoreError(f"store {path} is busy (another process holds a write lock): try again")
+        return StoreError(f"store {path} is busy (another process holds its write lock and did not let go while "
+                          "this waited: a store vacuum or prune of a large store, or a process stuck in a "
+                          "transaction): try again once it is done")
     if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
         return StoreError(f"store {path} is damaged ({text}); {recovery(Path(path))}")
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__

@@ -157,7 +157,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _wal(db: sqlite3.Connection, wait_s: float = 10.0) -> None:
+# How long a write waits for the store's write lock, which another process holds for one short
+# transaction at a time, but for as long as it runs in `tether store vacuum` and `store prune` (tens
+# of seconds on a store of a year of runs, more on a busy machine): a write waits for them, as the
+# gateways do (gateway/_writer.py), and is told the store is busy only past this.
+WAIT_FOR_LOCK_S = 600.0
+
+
+def _wal(db: sqlite3.Connection, wait_s: float = WAIT_FOR_LOCK_S) -> None:
     """Put the store in WAL mode. Switching a new store's journal takes a lock that SQLite does not
     wait for (its busy handler is not called), so two processes making one store at once would see
     one of them fail as busy: retry for up to ``wait_s``, as a write waits for its lock."""
@@ -206,7 +213,7 @@ class SQLiteStore:
                 self._db.execute("PRAGMA page_size=2048")
                 _wal(self._db)
                 self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.execute(f"PRAGMA busy_timeout={int(WAIT_FOR_LOCK_S * 1000)}")
             self._migrate()
 
     def _migrate(self) -> None:
