@@ -209,6 +209,77 @@ class Line(threading.Thread):
         return self.done
 
 
+class Gateway(threading.Thread):
+    """`tether gateway` in front of a model API on loopback (tests/gateway/llm_upstream.py), recording
+    the conversations an agent holds through it in the store while the crowd works."""
+
+    TOOLS = [{"type": "function", "function": {"name": "fetch_report", "description": "Fetch a report by id.",
+                                               "parameters": {"type": "object",
+                                                              "properties": {"report_id": {"type": "string"}}}}}]
+
+    def __init__(self, crowd: Crowd, conversations: int):
+        super().__init__(daemon=True)
+        up, port = _free_port(), _free_port()
+        self.upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "gateway" / "llm_upstream.py"),
+                                          str(up)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        crowd.cli("gateway", "gateway", "--upstream", f"http://127.0.0.1:{up}/v1", "--port", str(port), "--store",
+                  crowd.store, "--guards", "on")
+        self.proc, self.out = crowd.started.pop()[1:]
+        self.url, self.ports = f"http://127.0.0.1:{port}/v1", (up, port)
+        self.runs = [f"g{i}" for i in range(conversations)]
+        self.problems: list[str] = []
+
+    def run(self) -> None:
+        import httpx
+
+        for port in self.ports:
+            _wait_port(port)
+        for run_id in self.runs:
+            messages = [{"role": "user", "content": "Fetch report r-7."}]
+            for _ in range(20):
+                r = httpx.post(f"{self.url}/chat/completions", timeout=300, headers={"X-Tether-Run": run_id},
+                               json={"model": "stubborn", "messages": messages, "tools": self.TOOLS})
+                if r.status_code != 200:
+                    self.problems.append(f"gateway {run_id}: {r.status_code} {r.text[:300]}")
+                    break
+                message = r.json()["choices"][0]["message"]
+                if not message.get("tool_calls"):
+                    break
+                messages.append({"role": "assistant", "content": message.get("content"),
+                                 "tool_calls": message["tool_calls"]})
+                messages += [{"role": "tool", "tool_call_id": c["id"], "content": "Error: report r-7: access denied"}
+                             for c in message["tool_calls"]]
+
+    def finish(self) -> tuple[int, str]:
+        self.join(timeout=600)
+        self.proc.terminate()
+        rc = self.proc.wait(timeout=120)
+        self.upstream.terminate()
+        self.upstream.wait(timeout=30)
+        out = self.out.read_text(encoding="utf-8", errors="replace")
+        return (0 if rc in (0, -15) else rc), out + "".join(f"\n{p}" for p in self.problems)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 60.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def _world(path: Path) -> dict[str, int]:
     db = sqlite3.connect(path)
     try:
@@ -270,7 +341,10 @@ def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
                     ("approvals", "runs", "approvals"), ("list-json", "runs", "list", "--format", "json")]
         upkeep += [("copy", "store", "copy", store_url, "{copy}")]
     lines = []
+    gateway = None
     if big:
+        gateway = Gateway(crowd, 3)
+        gateway.start()
         lines = [Line(crowd, readers), Line(crowd, upkeep)]
         pages.start()
     else:               # once each, at the same time as the writers (forks and threads do not mix)
@@ -281,6 +355,8 @@ def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
         done.update(line.finish())
     if pages is not None:
         done["view"] = pages.finish()
+    if gateway is not None:
+        done["gateway"] = gateway.finish()
 
     # -- every process ended as it should -------------------------------------------------------
     # (the resume racers are a user's script: the loser is told by an exception, RunBusy while the other
@@ -322,7 +398,7 @@ def crowd_on_one_store(store_url: str, folder: Path, *, big: bool) -> None:
         assert len(ids) == len(set(ids)), "a run listed twice"
         have = set(ids)
         assert not have & old_runs, f"pruned runs still there: {sorted(have & old_runs)}"
-        expect = set(kept_runs) | {f"r{i}" for i in range(runs)} | ({"p1", "run-1"} if big else set())
+        expect = set(kept_runs) | {f"r{i}" for i in range(runs)} | ({"p1", "run-1", *gateway.runs} if big else set())
         assert expect <= have, f"runs lost: {sorted(expect - have)}"
         cases_per_eval = 16 * 3 if big else 1
         made_evals = {r["eval_id"] for r in after if r["eval_id"] not in (None, kept)}
@@ -360,8 +436,9 @@ def test_a_small_crowd_on_one_store(store_url, tmp_path):
 
 @pytest.mark.slow
 def test_a_large_crowd_on_one_store(store_url, tmp_path):
-    """Four whole C4 evals, three runs, two racing resumes, two racing approvals, eight readers
-    twice, the viewer's pages, prune, two vacuums and a copy, all at once (about a minute)."""
+    """Four C4 evals of three trials, three runs, two racing resumes, two racing approvals, a gateway
+    recording conversations, and meanwhile, round after round, seven readers, the viewer's pages,
+    prune, vacuum, check and copy (about a minute on two cores)."""
     crowd_on_one_store(store_url, tmp_path / "crowd", big=True)
 
 
