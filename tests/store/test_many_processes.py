@@ -583,3 +583,39 @@ def test_writers_wait_out_a_long_vacuum_instead_of_failing(tmp_path):
     store = open_store(db, read_only=True)
     assert {r["run_id"] for r in store.list_runs()} >= {"seed", "w1"} and store.count_runs() == 3
     store.close()
+
+
+def _import(job: tuple[str, str]) -> str:
+    from tether.store.export import import_run
+
+    store_url, text = job
+    try:
+        store = open_store(store_url)
+        try:
+            return "imported" if import_run(store, text)[1] else "already there"
+        finally:
+            store.close()
+    except Exception as exc:                      # the test reports what each process saw
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_one_export_imported_by_several_processes_at_once(store_url, tmp_path):
+    """`tether runs import run.jsonl` in several CI jobs at once, into one store: one imports the run,
+    the others find it already there. They used to take the run another process had made but not
+    yet finished for another run ("already in ... with other events"), or be told to choose
+    another id."""
+    import multiprocessing
+    from collections import Counter
+
+    crowd = Crowd(tmp_path, str(tmp_path / "src.db"), forked=True)
+    _one(crowd, "run", "run", "C4-LD-01", "--model", "policy:steady", "--run-id", "x1", "--store", crowd.store)
+    export = _one(crowd, "export", "runs", "export", "x1", "--store", crowd.store)
+    seen: Counter = Counter()
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        for trial in range(10):
+            text = export.replace('"x1"', f'"x1-{trial}"')
+            seen.update(pool.map(_import, [(store_url, text)] * 6))
+    assert seen == Counter({"imported": 10, "already there": 50}), seen
+    store = open_store(store_url, read_only=True)
+    assert store.count_runs() == 10 and all(r["digest"] for r in store.list_runs(20))
+    store.close()

@@ -10,6 +10,7 @@ export into another store gives the same run with the same digest.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from ..errors import CaseFileError, FileLocation, UsageError
@@ -98,21 +99,47 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
 
     check_started(started, path)
     digest = trajectory.digest()
-    existing = store.get_run(started.run_id)
-    if existing is not None:
-        if existing.get("digest") == digest:
-            return started.run_id, False
-        raise UsageError(f"run {started.run_id!r} is already in {store.path} with other events "
-                         f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
-    check_joins_no_eval(store, started, path)
-    store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
-                     kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
-    store.append_events(started.run_id, [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
     finished = next((e for e in trajectory.events if isinstance(e, RunFinished)), None)
-    if finished is not None:
-        store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason, digest=digest,
-                         error_kind=finished.error_kind)
-    return started.run_id, True
+    existing = store.get_run(started.run_id)
+    if existing is None:
+        check_joins_no_eval(store, started, path)
+        try:
+            store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
+                             kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
+        except UsageError:          # made meanwhile: by another process importing it too (CI jobs, one store)
+            existing = store.get_run(started.run_id)
+            if existing is None:
+                raise
+        else:
+            store.append_events(started.run_id,
+                                [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
+            if finished is not None:
+                store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason,
+                                 digest=digest, error_kind=finished.error_kind)
+            return started.run_id, True
+    if finished is not None and not existing.get("digest"):
+        existing = _written(store, started.run_id, existing)
+    if existing.get("digest") == digest:
+        return started.run_id, False
+    if finished is not None and not existing.get("digest") and existing.get("status") == "running":
+        raise UsageError(f"run {started.run_id!r} is in {store.path} but still being written (by a run going on, "
+                         "or another import of it): try again once it has finished; a run is never overwritten")
+    raise UsageError(f"run {started.run_id!r} is already in {store.path} with other events "
+                     f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
+
+
+IMPORT_WAIT_S = 10.0        # how long an import waits for another process writing the same run to finish it
+
+
+def _written(store: Any, run_id: str, row: dict) -> dict:
+    """The run's row once the process writing it has finished it (it has a digest), or as it is
+    after :data:`IMPORT_WAIT_S`: an import of a run another process is importing at the same
+    moment waits for that one instead of taking its half-written run for another run."""
+    deadline = time.monotonic() + IMPORT_WAIT_S
+    while not row.get("digest") and row.get("status") == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+        row = store.get_run(run_id) or row
+    return row
 
 
 def load_trace_or_run(ref: str, store_path: Any = None) -> tuple[Trajectory, str]:
