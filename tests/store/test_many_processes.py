@@ -619,3 +619,24 @@ def test_one_export_imported_by_several_processes_at_once(store_url, tmp_path):
     store = open_store(store_url, read_only=True)
     assert store.count_runs() == 10 and all(r["digest"] for r in store.list_runs(20))
     store.close()
+
+
+def test_a_long_lived_process_opening_a_store_again_and_again_keeps_nothing_per_open(tmp_path):
+    """A service that opens the store for each request (RunConfig(store=SQLiteStore(path)) per call), a
+    gateway reconnecting: after hundreds of opens, it holds no connection nor lock record of the
+    closed ones, and no growing list of the stores it opened."""
+    from tether.store import opening
+
+    db = tmp_path / "s.db"
+    for i in range(300):
+        store = open_store(db)
+        if i % 100 == 0:
+            store.create_run(f"r{i}")
+        del store                        # never closed by hand: freed, it closes its connection
+    assert len(opening.LAST_OPENED) <= 8 and not opening.held(db)
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    assert fds < 200, f"{fds} open descriptors"
+    other = subprocess.run([sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0); "
+                            "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
+                           capture_output=True, text=True, timeout=60)
+    assert other.stdout.strip() == "delete", other.stderr         # nobody holds the file any more

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import sqlite3
@@ -35,7 +36,9 @@ from urllib.parse import quote
 from ..errors import UsageError
 
 HEADER = b"SQLite format 3\x00"
-LAST_OPENED: list[Path] = []        # the stores this process opened, for error messages that lack a name
+# the stores this process opened last, for error messages that lack a name (bounded: a long-lived
+# process, a service that opens a store per request, keeps no list of every store it ever opened)
+LAST_OPENED: collections.deque[Path] = collections.deque(maxlen=8)
 
 # The store files this process holds open through SQLite, by (device, inode), with how many stores
 # hold each. POSIX drops all of a process's locks on a file when *any* descriptor of that file is
