@@ -640,3 +640,36 @@ def test_a_long_lived_process_opening_a_store_again_and_again_keeps_nothing_per_
                             "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
                            capture_output=True, text=True, timeout=60)
     assert other.stdout.strip() == "delete", other.stderr         # nobody holds the file any more
+
+
+_HOLD_READ = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN")
+db.execute("SELECT COUNT(*) FROM runs").fetchone()
+print("reading", flush=True)
+sys.stdin.readline()                # until the test says so
+db.execute("COMMIT")
+"""
+
+
+@pytest.mark.slow           # the vacuum waits its 10 s for the reader
+def test_a_vacuum_does_not_wait_for_a_long_reader_to_finish(tmp_path):
+    """A process holds a read transaction open (a store copy of a large store, a notebook): `store
+    vacuum` compacts the store and ends, the write-ahead log left for the reader, instead of waiting
+    as long as a write may wait for the lock (minutes) for the reader to be done."""
+    db = tmp_path / "s.db"
+    crowd = Crowd(tmp_path, str(db), forked=True)
+    _one(crowd, "seed", "run", "C4-LD-01", "--model", "policy:steady", "--run-id", "seed", "--store", str(db))
+    reader = subprocess.Popen([sys.executable, "-c", _HOLD_READ, str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "reading"
+        vacuum = subprocess.run([sys.executable, "-m", "tether.cli", "store", "vacuum", "--store", str(db)],
+                                env=crowd.env, capture_output=True, text=True, timeout=300)
+        assert reader.poll() is None, "the reader is still in its transaction"
+        assert vacuum.returncode == 0 and "vacuumed" in vacuum.stdout, vacuum.stdout + vacuum.stderr
+    finally:
+        reader.communicate("done\n", timeout=60)
+    assert reader.returncode == 0
+    assert ": ok" in _one(crowd, "check", "store", "check", "--store", str(db))

@@ -162,6 +162,7 @@ def _json(value: Any) -> str:
 # of seconds on a store of a year of runs, more on a busy machine): a write waits for them, as the
 # gateways do (gateway/_writer.py), and is told the store is busy only past this.
 WAIT_FOR_LOCK_S = 600.0
+CHECKPOINT_WAIT_S = 10.0     # how long `store vacuum` waits for readers to let its WAL be emptied
 
 
 def _wal(db: sqlite3.Connection, wait_s: float = WAIT_FOR_LOCK_S) -> None:
@@ -704,7 +705,14 @@ class SQLiteStore:
 
         with self._lock, checked(self.path):
             self._db.execute("VACUUM")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            # the WAL back into the file and emptied: that waits for every reader to be done with the WAL,
+            # so a reader holding a long transaction (a store copy, a notebook) is waited for a moment only;
+            # the space then comes back when the last process closes the store
+            self._db.execute(f"PRAGMA busy_timeout={int(CHECKPOINT_WAIT_S * 1000)}")
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout={int(WAIT_FOR_LOCK_S * 1000)}")
 
     def check(self) -> list[str]:
         """The full scan (``PRAGMA integrity_check``) and the schema: what is wrong, or []."""
