@@ -490,15 +490,19 @@ store.close()
 """
 
 
-def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_store(tmp_path):
+def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_store(store_url, backend, tmp_path,
+                                                                                     request):
     """`tether store copy` of a store in use: another process finishes a run, and starts one, while the
     copy reads table after table. The copy holds the store as it was at one moment (the run still
     running, the new one not there) and verifies; it used to mix moments, and call its own copy of
     the run, events read after the run's row, unfaithful."""
     from tether.store.copy import copy_store
 
-    src_path = tmp_path / "src.db"
-    src = open_store(src_path)
+    if backend == "postgresql":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "PostgresStore has no snapshot() yet (store/postgres.py: dump() reads each table on a connection "
+            "of its own): copy_store reads a snapshot wherever the source offers one")))
+    src = open_store(store_url)
     src.create_run("r1")
     src.append_events("r1", [(0, {"type": "run_started", "text": "开始"})])
     real_dump = src.dump
@@ -508,16 +512,20 @@ def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_
         if table == "events" and not (tmp_path / "finished").exists():
             (tmp_path / "finished").touch()
             env = {**os.environ, "PYTHONPATH": str(SRC)}
-            subprocess.run([sys.executable, "-c", _FINISH, str(src_path), "r1"], env=env, check=True, timeout=120)
+            subprocess.run([sys.executable, "-c", _FINISH, store_url, "r1"], env=env, check=True, timeout=120)
 
     src.dump = dump
     dst = open_store(tmp_path / "dst.db")
-    done = copy_store(src, dst)
-    assert (tmp_path / "finished").exists() and done["rows"]["runs"] == 1 and done["checked"] == 0, done
-    copied = dst.get_run("r1")
-    assert copied["status"] == "running" and not copied["digest"] and dst.get_run("later") is None
-    assert [e["type"] for e in dst.events("r1")] == ["run_started"]
-    assert open_store(src_path, read_only=True).get_run("r1")["status"] == "completed"
+    try:
+        done = copy_store(src, dst)
+        assert (tmp_path / "finished").exists() and done["rows"]["runs"] == 1 and done["checked"] == 0, done
+        copied = dst.get_run("r1")
+        assert copied["status"] == "running" and not copied["digest"] and dst.get_run("later") is None
+        assert [e["type"] for e in dst.events("r1")] == ["run_started"]
+        assert src.get_run("r1")["status"] == "completed"
+    finally:
+        src.close()
+        dst.close()
 
 
 @pytest.mark.parametrize("command", [("store", "prune", "--older-than", "1d"), ("store", "vacuum"),
