@@ -462,6 +462,36 @@ def _write_or_read(job: tuple[str, str]) -> str:
         return f"{kind}: {type(exc).__name__}: {exc}"
 
 
+def _write_or_prune(job: tuple[str, str]) -> str:
+    if job[0] == "write":
+        return _write_or_read(job)
+    from typer.testing import CliRunner
+
+    from tether.cli import app
+
+    res = CliRunner().invoke(app, ["store", "prune", "--older-than", "1d", "--store", job[1]])
+    if res.exit_code == 0 and "pruned 0 run(s)" in res.output:
+        return "ok"
+    if res.exit_code == 2 and "no such file to prune" in res.output:
+        return "no store yet"
+    return f"prune: exit {res.exit_code}: {' '.join(res.output.split())}"
+
+
+def test_upkeep_started_with_the_writers_that_make_the_store(tmp_path):
+    """`tether store prune` in a clean-up job started as the first evals make the store: it prunes
+    nothing, or finds no store yet; it used to meet the file before its header, and refuse it as
+    "not a tether store (an empty file)"."""
+    import multiprocessing
+    from collections import Counter
+
+    seen: Counter = Counter()
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        for trial in range(20):
+            db = str(tmp_path / f"s{trial}.db")
+            seen.update(pool.map(_write_or_prune, [("write", db), ("prune", db)] * 3))
+    assert set(seen) <= {"ok", "no store yet"} and seen["ok"] >= 60, seen
+
+
 def test_readers_started_with_the_writers_that_make_the_store(tmp_path):
     """`tether runs list` started with the evals that make a new store (a CI job listing what its
     matrix wrote): the first writer opens the file, then writes its header a moment later. A reader

@@ -5,7 +5,9 @@ every digest kept; SQLite: migration fills the metrics, damage is found."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -200,6 +202,7 @@ def test_copy_never_makes_a_store_of_its_source(tmp_path):
     """`store copy` reads its source: an empty or missing file is refused, and stays as it was."""
     empty = tmp_path / "empty.yaml"
     empty.write_bytes(b"")
+    os.utime(empty, (time.time() - 60, time.time() - 60))   # not a store another process is making now
     for src, why in ((empty, "an empty file"), (tmp_path / "nosuch.db", "no such file")):
         res = invoke("store", "copy", str(src), str(tmp_path / "out.db"))
         assert res.exit_code == 2 and why in res.output, res.output
@@ -313,6 +316,7 @@ def test_store_commands_take_the_store_as_an_argument_too(filled, tmp_path):
     assert twice.exit_code == 2 and "named twice" in twice.output
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
+    os.utime(empty, (time.time() - 60, time.time() - 60))   # not a store another process is making now
     for args in (("vacuum", str(empty)), ("prune", str(empty), "--older-than", "1d"),
                  ("vacuum", str(tmp_path / "missing.db"))):
         res = invoke("store", *args)

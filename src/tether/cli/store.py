@@ -185,8 +185,13 @@ def _an_existing_store(where: str | None, doing: str) -> None:
 
     if held(spec):          # a store open in this process (tether called from Python): reading the file with a
         return              # descriptor of our own would drop that store's locks when it closed
-    with spec.open("rb") as f:
-        head = f.read(16)
+    from ..store.opening import made_meanwhile
+
+    if made_meanwhile(spec, spec.stat()).st_size == 0:      # (a store being made gets its header in a moment)
+        head = b""
+    else:
+        with spec.open("rb") as f:
+            head = f.read(16)
     if head != b"SQLite format 3\x00":
         raise UsageError(f"store {spec} is not a tether store ({'an empty file' if not head else 'not an SQLite file'}); "
                          f"nothing to {doing}")

@@ -136,7 +136,7 @@ def _check_path(path: Path, read_only: bool = False) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise StoreError(f"store {path} is not a regular file (a device or a pipe); give a file for the store")
     if info.st_size == 0 and read_only and not _in_wal(path):
-        info = _made_meanwhile(path, info)
+        info = made_meanwhile(path, info)
     if info.st_size == 0:
         if read_only and not _in_wal(path):      # (a store just made lives in its WAL)
             raise StoreError(f"store {path} is an empty file, not a tether store; this command only reads and "
@@ -169,7 +169,7 @@ def _in_wal(path: Path) -> bool:
         return False
 
 
-def _made_meanwhile(path: Path, info: os.stat_result) -> os.stat_result:
+def made_meanwhile(path: Path, info: os.stat_result) -> os.stat_result:
     """The file's stat once a store being made in it has its header or WAL (after at most
     :data:`MAKING_WAIT_S`), or as it is: an empty file older than :data:`MAKING_S` is not waited for."""
     deadline = time.monotonic() + MAKING_WAIT_S
