@@ -502,10 +502,10 @@ def test_readers_started_with_the_writers_that_make_the_store(tmp_path):
 
     seen: Counter = Counter()
     with multiprocessing.get_context("fork").Pool(8) as pool:
-        for trial in range(30):
+        for trial in range(15):
             seen.update(pool.map(_write_or_read, [("write", str(tmp_path / f"s{trial}.db")),
                                                    ("read", str(tmp_path / f"s{trial}.db"))] * 4))
-    assert set(seen) <= {"ok", "no store yet"} and seen["ok"] >= 120, seen
+    assert set(seen) <= {"ok", "no store yet"} and seen["ok"] >= 60, seen
 
 
 _FINISH = """
@@ -650,12 +650,12 @@ def test_one_export_imported_by_several_processes_at_once(store_url, tmp_path):
     export = _one(crowd, "export", "runs", "export", "x1", "--store", crowd.store)
     seen: Counter = Counter()
     with multiprocessing.get_context("fork").Pool(6) as pool:
-        for trial in range(10):
+        for trial in range(6):
             text = export.replace('"x1"', f'"x1-{trial}"')
             seen.update(pool.map(_import, [(store_url, text)] * 6))
-    assert seen == Counter({"imported": 10, "already there": 50}), seen
+    assert seen == Counter({"imported": 6, "already there": 30}), seen
     store = open_store(store_url, read_only=True)
-    assert store.count_runs() == 10 and all(r["digest"] for r in store.list_runs(20))
+    assert store.count_runs() == 6 and all(r["digest"] for r in store.list_runs(20))
     store.close()
 
 
@@ -711,3 +711,27 @@ def test_a_vacuum_does_not_wait_for_a_long_reader_to_finish(tmp_path):
         reader.communicate("done\n", timeout=60)
     assert reader.returncode == 0
     assert ": ok" in _one(crowd, "check", "store", "check", "--store", str(db))
+
+
+@pytest.mark.slow           # the default suite has the same race at the API: test_readers_started_with_the_writers...
+def test_a_crowd_making_a_new_store(tmp_path):
+    """The first CI run of a matrix: three evals make the store at the same moment, while listings and
+    stats read it (finding no store yet, or what is there so far): every one exits 0, the store is
+    sound and holds each eval's run once."""
+    import tether.cli.eval, tether.cli.runs, tether.cli.stats, tether.evals.runner  # noqa: E401,F401
+
+    db = tmp_path / "new" / "tether.db"
+    crowd = Crowd(tmp_path, str(db), forked=True)
+    for i in range(3):
+        crowd.cli(f"eval-{i}", "eval", "c4", "--model", "policy:steady", "--case", "C4-AR-01", "--store", str(db))
+        crowd.cli(f"list-{i}", "runs", "list", "--store", str(db))
+    crowd.cli("stats", "stats", "--store", str(db))
+    crowd.cli("evals", "runs", "evals", "--store", str(db))
+    done = crowd.wait()
+    problems = [f"{name}: exit {rc}\n{out[-800:]}" for name, (rc, out) in done.items() if rc != 0 or BAD.search(out)]
+    assert problems == [], "\n\n".join(problems)
+    assert ": ok" in _one(crowd, "check", "store", "check", "--store", str(db))
+    store = open_store(db, read_only=True)
+    runs = store.list_runs(10)
+    store.close()
+    assert len(runs) == 3 and len({r["eval_id"] for r in runs}) == 3 and all(r["digest"] for r in runs), runs
