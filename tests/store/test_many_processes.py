@@ -44,7 +44,9 @@ class Crowd:
     (no interpreter to start nor modules to import: the small crowd of the default suite)."""
 
     def __init__(self, folder: Path, store: str, *, forked: bool = False):
-        self.folder, self.store, self.forked = folder, store, forked
+        # a fork copies one thread only: with others running (left by earlier tests of the session: a
+        # server, a writer), one of them may hold a lock the fork then waits for forever; new interpreters then
+        self.folder, self.store, self.forked = folder, store, forked and threading.active_count() == 1
         self.started: list[tuple[str, Any, Path]] = []
         self.env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200", "KILL_AT": ""}
         for name in ("TETHER_DEBUG", "TETHER_STORE"):
