@@ -737,3 +737,25 @@ def test_a_crowd_making_a_new_store(tmp_path):
     runs = store.list_runs(10)
     store.close()
     assert len(runs) == 3 and len({r["eval_id"] for r in runs}) == 3 and all(r["digest"] for r in runs), runs
+
+
+def test_a_store_given_as_an_input_file_in_a_process_that_holds_it_is_refused_unread(tmp_path):
+    """A store named where a trace, an export or a results file is read (`tether.load_trace(path)`,
+    `runs import FILE` called from Python) by a process that has the store open: it is refused
+    without being read, since closing a descriptor of ours would drop that store's locks."""
+    from tether.errors import UsageError
+    from tether.inputs import read_text
+
+    db = tmp_path / "s.db"
+    first = open_store(db)
+    first.create_run("r1")
+    try:
+        with pytest.raises(UsageError, match="is a tether store"):
+            read_text(db, "trace file")
+        other = subprocess.run(
+            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0); "
+             "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
+            capture_output=True, text=True, timeout=60)
+        assert "locked" in other.stderr or other.stdout.strip() == "wal", (other.stdout, other.stderr)
+    finally:
+        first.close()
