@@ -759,3 +759,34 @@ def test_a_store_given_as_an_input_file_in_a_process_that_holds_it_is_refused_un
         assert "locked" in other.stderr or other.stdout.strip() == "wal", (other.stdout, other.stderr)
     finally:
         first.close()
+
+
+def test_the_write_ahead_log_is_cut_back_once_a_long_reader_is_done(tmp_path, monkeypatch):
+    """A long read in another process (a store copy) keeps the write-ahead log from being copied back,
+    so it grows with every write meanwhile. Once the reader is done it is cut back to its limit at the
+    next write, not kept at its largest for as long as a process (a gateway, `tether view`) keeps the
+    store open."""
+    from tether.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "WAL_LIMIT_BYTES", 256 * 1024)
+    db = tmp_path / "s.db"
+    store = open_store(db)                      # the long-lived process: it keeps the store open throughout
+    store.create_run("r0")
+    wal = Path(f"{db}-wal")
+    reader = subprocess.Popen([sys.executable, "-c", _HOLD_READ, str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "reading"
+        for i in range(40):                     # about 4 MiB, all of it kept in the log past the reader
+            store.create_run(f"r{i + 1}")
+            store.append_events(f"r{i + 1}", [(0, {"type": "run_started", "text": "数据" * 30000})])
+        grown = wal.stat().st_size
+    finally:
+        reader.communicate("done\n", timeout=60)
+    for i in range(40):                         # the reader is gone: checkpoints complete, the log starts over
+        store.create_run(f"s{i}")
+    try:
+        assert grown > 2 * 1024 * 1024 and wal.stat().st_size <= 1024 * 1024, (grown, wal.stat().st_size)
+        assert store.count_runs() == 81 and store.check() == []
+    finally:
+        store.close()

@@ -163,6 +163,10 @@ def _json(value: Any) -> str:
 # gateways do (gateway/_writer.py), and is told the store is busy only past this.
 WAIT_FOR_LOCK_S = 600.0
 CHECKPOINT_WAIT_S = 10.0     # how long `store vacuum` waits for readers to let its WAL be emptied
+# The write-ahead log grows while another process holds a long read (a store copy, a vacuum meeting a
+# reader); once it has been copied back it is cut to this size, not kept at its largest for as long as
+# any process (a gateway, `tether view`) keeps the store open.
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def _wal(db: sqlite3.Connection, wait_s: float = WAIT_FOR_LOCK_S) -> None:
@@ -214,6 +218,7 @@ class SQLiteStore:
                 self._db.execute("PRAGMA page_size=2048")
                 _wal(self._db)
                 self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(f"PRAGMA journal_size_limit={int(WAL_LIMIT_BYTES)}")
             self._db.execute(f"PRAGMA busy_timeout={int(WAIT_FOR_LOCK_S * 1000)}")
             self._migrate()
 
