@@ -100,3 +100,33 @@ def test_killed_eval_resumes_without_rerunning_finished_trials(tmp_path, monkeyp
 
     again = runner.invoke(app, ["eval", "--resume", ev["eval_id"], "--store", str(db)])
     assert again.exit_code == 2 and "already finished" in again.output
+
+
+def test_a_resume_of_an_eval_another_process_is_running_is_refused_naming_it(tmp_path):
+    """While another live process runs the eval (it holds the eval's lease), --resume refuses,
+    naming that process, instead of marking its live trials abandoned and running them again;
+    once that process is gone (a dead pid on this host), the resume goes ahead."""
+    import socket
+
+    db = tmp_path / "s.db"
+    res = runner.invoke(app, ["eval", "c4", "--model", "policy:steady", "--case", "C4-LD-01", "--store", str(db), "-q"])
+    assert res.exit_code == 0, res.output
+    (ev,) = SQLiteStore(db).list_evals()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        with sqlite3.connect(db) as conn:        # as the eval's own process left it: running, its lease held
+            conn.execute("UPDATE evals SET status='running' WHERE eval_id=?", (ev["eval_id"],))
+            conn.execute("INSERT INTO leases (run_id, holder, pid, host, acquired, expires) VALUES (?,?,?,?,?,?)",
+                         (f"eval:{ev['eval_id']}", f"{other.pid}@x/1", other.pid, socket.gethostname(),
+                          time.time(), time.time() + 120))
+        res = runner.invoke(app, ["eval", "--resume", ev["eval_id"], "--store", str(db), "-q"])
+        assert res.exit_code == 2, res.output
+        assert f"eval {ev['eval_id']} is being run by pid {other.pid}" in res.output, res.output
+        assert "Traceback" not in res.output
+        assert [r["status"] for r in SQLiteStore(db).list_runs(10)] == ["completed"]     # nothing marked abandoned
+    finally:
+        other.kill()
+        other.wait()
+    res = runner.invoke(app, ["eval", "--resume", ev["eval_id"], "--store", str(db), "-q"])
+    assert res.exit_code == 0, res.output
+    assert SQLiteStore(db).lease(f"eval:{ev['eval_id']}") is None      # released when the eval ended

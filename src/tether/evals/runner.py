@@ -37,6 +37,7 @@ from .rescore import summarize, trial_result
 from .results import ModelRunResult, Results, TrialResult
 from .simulator import PersonaUser, make_user
 from .executors import EvalPlan, Subject, TrialJob, make_executor
+from ._lease import eval_lease
 from .resume import ResumePlan, resume_plan
 from .world import case_toolset
 
@@ -257,46 +258,47 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
                for trial in range(config.trials)]
     by_id = {c.id: c for c in cases}
     done: dict[tuple[str, str, str, int], TrialResult] = {}
-    if config.resume:
-        if not config.eval_id:
-            raise UsageError("resuming needs the eval id (tether eval --resume EVAL_ID)")
-        resumed = resume_plan(store, eval_id, planned, by_id, record)
-        done.update(resumed.kept)
-        jobs = resumed.to_run
-        if config.on_resume is not None:
-            config.on_resume(resumed)
-    else:
-        store.create_eval(eval_id, suite, record)
-        jobs = planned
-    plan = EvalPlan(cases=by_id, subjects=subjects, config=config, eval_id=eval_id)
-    journal = _Journal(store, eval_id, resumed.journal if config.resume else {})
+    async with eval_lease(store, eval_id):
+        if config.resume:
+            if not config.eval_id:
+                raise UsageError("resuming needs the eval id (tether eval --resume EVAL_ID)")
+            resumed = resume_plan(store, eval_id, planned, by_id, record)
+            done.update(resumed.kept)
+            jobs = resumed.to_run
+            if config.on_resume is not None:
+                config.on_resume(resumed)
+        else:
+            store.create_eval(eval_id, suite, record)
+            jobs = planned
+        plan = EvalPlan(cases=by_id, subjects=subjects, config=config, eval_id=eval_id)
+        journal = _Journal(store, eval_id, resumed.journal if config.resume else {})
 
-    def on_done(job: TrialJob, tr: TrialResult, trajectory: Any) -> None:
-        done[job.key] = tr
-        journal.note(job.run_id, tr)
-        if progress:
-            progress(job.label, job.case_id, job.trial, tr)
+        def on_done(job: TrialJob, tr: TrialResult, trajectory: Any) -> None:
+            done[job.key] = tr
+            journal.note(job.run_id, tr)
+            if progress:
+                progress(job.label, job.case_id, job.trial, tr)
 
-    try:
-        await executor.run(plan, jobs, store, on_done)
-    except BaseException:
-        journal.flush(status="interrupted")
-        raise
+        try:
+            await executor.run(plan, jobs, store, on_done)
+        except BaseException:
+            journal.flush(status="interrupted")
+            raise
 
-    runs = []
-    for label in subjects:
-        for stack in config.guard_stacks:
-            pairs = []
-            for case in cases:
-                trials = [done[(label, stack, case.id, k)] for k in range(config.trials)]
-                pairs.append((case, case_result(case, trials)))
-            results = [r for _, r in pairs]
-            runs.append(summarize(ModelRunResult(model=label, guards=stack, trials=config.trials,
-                                                 dimensions=dimension_metrics(pairs),
-                                                 failure_modes=failure_modes(results), cases=results)))
-    out = Results(suite=suite, created=datetime.now(timezone.utc).isoformat(timespec="seconds"), eval_id=eval_id,
-                  store=store_label, runs=runs)
-    store.finish_eval(eval_id, out.model_dump(mode="json"))
+        runs = []
+        for label in subjects:
+            for stack in config.guard_stacks:
+                pairs = []
+                for case in cases:
+                    trials = [done[(label, stack, case.id, k)] for k in range(config.trials)]
+                    pairs.append((case, case_result(case, trials)))
+                results = [r for _, r in pairs]
+                runs.append(summarize(ModelRunResult(model=label, guards=stack, trials=config.trials,
+                                                     dimensions=dimension_metrics(pairs),
+                                                     failure_modes=failure_modes(results), cases=results)))
+        out = Results(suite=suite, created=datetime.now(timezone.utc).isoformat(timespec="seconds"), eval_id=eval_id,
+                      store=store_label, runs=runs)
+        store.finish_eval(eval_id, out.model_dump(mode="json"))
     if judging is not None:
         out = await judge_results(out, cases, judging, store)
     check_gates(out, fail_under=fail_under, max_errors=max_errors)
