@@ -343,7 +343,53 @@ def test_a_postgresql_store_of_schema_1_is_read_as_it_is_and_upgraded_by_a_write
                                 "AND schemaname = current_schema()").fetchone()[0])
     assert state() == ([(1,)], 0)
     assert len(open_store(url).list_runs(10)) == len(RUNS)
-    assert state() == ([(2,)], 1)
+    from tether.store.postgres import SCHEMA_VERSION
+
+    assert state() == ([(SCHEMA_VERSION,)], 1)
+
+
+def test_a_postgresql_store_of_schema_2_loses_the_index_schema_3_does_without(new_store_url, monkeypatch):
+    """Schema 3 dropped runs_by_eval_created (runs_by_eval_pattern answers an eval id in the same order): a
+    read-only command reads a schema-2 store as it is, in one round trip (the answers that came with the
+    version stand); a command that may write drops the index and sets the version. Listings by eval id
+    give the same pages before and after, through the pattern index."""
+    import psycopg
+
+    from tether.store.postgres import PostgresStore
+
+    url = new_store_url("postgresql")
+    db = open_store(url)
+    for i in range(7):
+        db.create_run(f"trial-{i}", model="m", kind="eval", eval_id=f"e-{i % 2}", trial=i)
+        db.finish_run(f"trial-{i}", "completed", "done", "")
+    db.close()
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("CREATE INDEX runs_by_eval_created ON runs (eval_id, created, run_id)")
+        con.execute("UPDATE tether_schema SET version = 2")
+
+    def state():
+        with psycopg.connect(url, autocommit=True) as con:
+            return (con.execute("SELECT version FROM tether_schema").fetchall(),
+                    sorted(r[0] for r in con.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'runs' "
+                                                     "AND schemaname = current_schema()")))
+
+    sends = []
+    real = PostgresStore._send
+    monkeypatch.setattr(PostgresStore, "_send", lambda self, queries: sends.append(len(queries)) or real(self, queries))
+    evals = ["e-0", "e-1", "e-*", "nosuch"]
+    before = [open_store(url, read_only=True).run_page(10, eval_id=e) for e in evals]
+    assert sends[:2] == [3, 3]                      # the version, the page and its count: one pipeline each
+    assert [len(page) for page, _ in before] == [4, 3, 7, 0] and [n for _, n in before] == [4, 3, 7, 0]
+    assert state()[0] == [(2,)] and "runs_by_eval_created" in state()[1]
+    open_store(url).create_run("upgrader", model="m")
+    version, indexes = state()
+    assert version == [(3,)] and "runs_by_eval_created" not in indexes and "runs_by_eval_pattern" in indexes
+    assert [open_store(url, read_only=True).run_page(10, eval_id=e) for e in evals] == before
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("SET enable_seqscan = off")
+        plan = " ".join(r[0] for r in con.execute(
+            "EXPLAIN SELECT run_id FROM runs WHERE eval_id = 'x' ORDER BY created DESC, run_id DESC LIMIT 5"))
+    assert "runs_by_eval_pattern" in plan, plan
 
 
 @pytest.mark.parametrize("recent", [2, 2000])

@@ -37,11 +37,13 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
+from ._rows import _approval, _Chain, _chunk, _duplicate, _effect, _host, _json, _run
 from .connect import redact
 from .opening import StoreError
 from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where, runs_select
 
-SCHEMA_VERSION = 2          # 2: runs_by_eval_pattern (an eval-id glob's prefix finds its runs by index)
+SCHEMA_VERSION = 3          # 2: runs_by_eval_pattern (an eval-id glob's prefix finds its runs by index)
+                            # 3: without runs_by_eval_created (the pattern index answers an eval id too)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tether_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -52,7 +54,6 @@ CREATE TABLE IF NOT EXISTS runs (
     error_kind TEXT, steps INTEGER, tool_calls INTEGER, tokens BIGINT, cost DOUBLE PRECISION, trips INTEGER,
     looped INTEGER, invented INTEGER, hitl INTEGER);
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created, run_id);
-CREATE INDEX IF NOT EXISTS runs_by_eval_created ON runs (eval_id, created, run_id);
 CREATE INDEX IF NOT EXISTS runs_by_eval_pattern ON runs (eval_id text_pattern_ops, created, run_id);
 CREATE INDEX IF NOT EXISTS runs_metrics ON runs (kind, status, created, steps, looped, invented, hitl, cost, tokens);
 CREATE TABLE IF NOT EXISTS evals (
@@ -82,6 +83,10 @@ CREATE TABLE IF NOT EXISTS leases (
     acquired DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL)
 """
 _SCHEMA_LOCK = 0x7E7E_0001          # an advisory lock: one process creates the tables
+# What an upgrade removes. runs_by_eval_pattern (eval_id text_pattern_ops, created, run_id) answers
+# `eval_id = ?` in the order of the listings as runs_by_eval_created did (text_pattern_ops has the
+# text `=`): one index fewer for every run written, and for a new connection's first plan to load.
+UPGRADE = ("DROP INDEX IF EXISTS runs_by_eval_created",)
 
 
 def _psycopg() -> Any:
@@ -107,8 +112,6 @@ class PostgresStore:
     backend = "postgresql"
 
     def __init__(self, url: str, *, read_only: bool = False):
-        from .sqlite import _Chain  # noqa: F401  (the same in-memory checkpoint chain)
-
         psycopg = _psycopg()
         self.url = url
         self.path = self.where
@@ -148,12 +151,15 @@ class PostgresStore:
             self._migrate()
             self._ready = True
 
-    def _migrate(self) -> None:
+    def _migrate(self, version: int | None | object = ...) -> None:
+        """Make the tables, upgrade an older store (a store that may write), or refuse: a newer store,
+        no store for a read. ``version``: the store's, when the caller read it already."""
         psycopg = _psycopg()
-        try:
-            version = _newest(self._db.execute(_VERSION).fetchall())
-        except psycopg.errors.UndefinedTable:
-            version = None
+        if version is ...:
+            try:
+                version = _newest(self._db.execute(_VERSION).fetchall())
+            except psycopg.errors.UndefinedTable:
+                version = None
         if version == SCHEMA_VERSION:
             return
         if version is not None and version > SCHEMA_VERSION:
@@ -165,7 +171,7 @@ class PostgresStore:
             raise StoreError(f"store {self.where} holds no tether store yet (run something into it first)")
         with self._db.transaction():       # make the tables, or add what an older store lacks: idempotent
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in SCHEMA.split(";"):
+            for statement in (*SCHEMA.split(";"), *UPGRADE):
                 if statement.strip():
                     self._db.execute(statement)
             self._db.execute("DELETE FROM tether_schema")
@@ -195,10 +201,14 @@ class PostgresStore:
                 found = self._send(((_VERSION, ()), *queries))
                 version = _newest(found.pop(0)[1])
             except self._errors.UndefinedTable:       # no tether_schema (or a read's table is missing: see below)
-                version = found = None
-            if version != SCHEMA_VERSION:
-                self._migrate()                      # refuses a newer or absent store, or makes the tables
+                found = None
+            if found is None:
+                self._migrate()                      # refuses an absent store, or makes the tables
                 found = self._send(queries)          # (a table still missing now raises: a damaged store)
+            elif version != SCHEMA_VERSION:
+                self._migrate(version)               # refuses a newer store; upgrades an older one that may write
+                if not self.read_only:               # (a read-only command reads an older store as it is: the
+                    found = self._send(queries)      # answers already here stand, no second round trip)
             self._ready = True
             return found
 
@@ -237,8 +247,6 @@ class PostgresStore:
     # -- runs ------------------------------------------------------------------------
     def create_run(self, run_id: str, *, model: str = "", case_id: str | None = None, meta: dict | None = None,
                    kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
-        from .sqlite import _json
-
         now = time.time()
         try:
             self._change("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, "
@@ -265,8 +273,6 @@ class PostgresStore:
         self._change("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
 
     def get_run(self, run_id: str) -> dict | None:
-        from .sqlite import _run
-
         rows = self._d(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
         if not rows:
             return None
@@ -304,8 +310,6 @@ class PostgresStore:
         return [[dict(zip(names, row)) for row in rows] for names, rows in self._reads(*queries)]
 
     def _page(self, rows: list[dict]) -> list[dict]:
-        from .sqlite import _run
-
         runs = []
         for r in rows:
             try:
@@ -325,8 +329,6 @@ class PostgresStore:
 
     # -- evals -------------------------------------------------------------------------
     def create_eval(self, eval_id: str, suite: str, config: dict) -> None:
-        from .sqlite import _json
-
         now = time.time()
         try:
             self._change("INSERT INTO evals (eval_id, created, updated, suite, status, config) VALUES (?,?,?,?,?,?)",
@@ -337,8 +339,6 @@ class PostgresStore:
             raise UsageError(f"eval id {eval_id!r} is already in {self.where}") from None
 
     def finish_eval(self, eval_id: str, results: dict, status: str = "finished") -> None:
-        from .sqlite import _json
-
         self._change("UPDATE evals SET status=?, results=?, updated=? WHERE eval_id=?",
                      (status, _json(results), time.time(), eval_id))
 
@@ -364,8 +364,6 @@ class PostgresStore:
 
     # -- events --------------------------------------------------------------------------
     def append_events(self, run_id: str, events: list[tuple[int, dict]]) -> None:
-        from .sqlite import _chunk, _duplicate
-
         if not events:
             return
         chunk = _chunk(run_id, events)
@@ -394,8 +392,6 @@ class PostgresStore:
     # -- checkpoints ---------------------------------------------------------------------
     def save_checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict,
                         events: list[tuple[int, dict]] = ()) -> int:
-        from .sqlite import _chunk
-
         chunk = _chunk(run_id, events) if events else None
         with self._lock:
             try:
@@ -406,8 +402,6 @@ class PostgresStore:
 
     def _checkpoint(self, run_id: str, step: int, phase: str, event_count: int, state: dict, chunk: tuple | None,
                     events: Any) -> int:
-        from .sqlite import _Chain, _duplicate
-
         chain = self._chains.get(run_id)
         if chain is None:
             n0 = self._q("SELECT COALESCE(MAX(n), -1) + 1 FROM checkpoints WHERE run_id=?", (run_id,))[0][0]
@@ -449,43 +443,31 @@ class PostgresStore:
 
     # -- the side-effect ledger -------------------------------------------------------------
     def effect(self, key: str) -> dict | None:
-        from .sqlite import _effect
-
         rows = self._d("SELECT * FROM effects WHERE key=?", (key,))
         return _effect(rows[0]) if rows else None
 
     def record_intent(self, key: str, run_id: str, signature: str, tool: str, arguments: dict, step: int) -> None:
-        from .sqlite import _json
-
         now = time.time()
         self._change("INSERT INTO effects (key, run_id, signature, tool, arguments, step, status, created, updated) "
                      "VALUES (?,?,?,?,?,?, 'intent', ?, ?) ON CONFLICT (key) DO NOTHING",
                      (key, run_id, signature, tool, _json(arguments), step, now, now))
 
     def record_outcome(self, key: str, status: str, result: dict | None) -> None:
-        from .sqlite import _json
-
         self._change("UPDATE effects SET status=?, result=?, updated=? WHERE key=?",
                      (status, _json(result) if result is not None else None, time.time(), key))
 
     def effects(self, run_id: str) -> list[dict]:
-        from .sqlite import _effect
-
         return [_effect(r) for r in self._d("SELECT * FROM effects WHERE run_id=? ORDER BY created", (run_id,))]
 
     # -- approvals ------------------------------------------------------------------------
     def create_approval(self, approval_id: str, run_id: str, tool: str, arguments: dict, digest: str, reason: str,
                         expires: float | None = None) -> None:
-        from .sqlite import _json
-
         self._change("INSERT INTO approvals (id, run_id, tool, arguments, digest, reason, status, created, expires) "
                      "VALUES (?,?,?,?,?,?, 'pending', ?, ?)",
                      (approval_id, run_id, tool, _json(arguments), digest, reason, time.time(), expires))
 
     def decide_approval(self, approval_id: str, status: str, decided_by: str, note: str = "",
                         new_arguments: dict | None = None) -> bool:
-        from .sqlite import _json
-
         if not decided_by:
             raise ValueError("an approval decision needs who decided")
         now = time.time()
@@ -509,22 +491,16 @@ class PostgresStore:
     def approvals(self, run_id: str | None, status: str | None = None, limit: int | None = None) -> list[dict]:
         """A run's approvals (``run_id`` None: every run's, newest first), optionally of one status."""
         from .queries import approvals_sql
-        from .sqlite import _approval
-
         sql, params = approvals_sql(run_id, status, limit)
         return [_approval(r) for r in self._d(sql, params)]
 
     def get_approval(self, approval_id: str) -> dict | None:
-        from .sqlite import _approval
-
         rows = self._d("SELECT * FROM approvals WHERE id=?", (approval_id,))
         return _approval(rows[0]) if rows else None
 
     # -- leases ------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, ttl: float = 120.0,
                       stale: Callable[[dict], bool] | None = None) -> None:
-        from .sqlite import _host
-
         now = time.time()
         with self._tx("lease:" + run_id) as db:
             cur = db.execute("SELECT * FROM leases WHERE run_id=%s FOR UPDATE", (run_id,))

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
+from ._rows import _approval, _Chain, _chunk, _duplicate, _effect, _host, _json, _run
 from .queries import capped_count, run_where, runs_select
 
 SCHEMA_VERSION = 5
@@ -151,10 +152,6 @@ _MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
 
 def default_store_path() -> Path:
     return Path(os.environ.get("TETHER_STORE", ".tether/tether.db"))
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 # How long a write waits for the store's write lock, which another process holds for one short
@@ -775,30 +772,12 @@ class SQLiteStore:
                 raise
 
 
-def _host() -> str:
-    import socket
-
-    return socket.gethostname()
-
-
 # A run's `updated` is its row's last change or its last checkpoint, whichever is later (a checkpoint
 # does not touch the run's row: one statement fewer per step).
 _SELECT_RUNS = runs_select("sqlite")
 # A chunk goes in only after every event already stored for the run (append-only, checked in the statement).
 _INSERT_CHUNK = ("INSERT INTO events (run_id, seq, last, events) SELECT ?1, ?2, ?3, ?4 WHERE "
                  "COALESCE((SELECT last FROM events WHERE run_id=?1 ORDER BY seq DESC LIMIT 1), -1) < ?2")
-_LINE = orjson.OPT_APPEND_NEWLINE
-
-
-def _chunk(run_id: str, events: list[tuple[int, dict]]) -> tuple:
-    first, last = events[0][0], events[-1][0]
-    if last - first + 1 != len(events):
-        from ..errors import RunFailure
-
-        raise RunFailure(f"run {run_id}: events {first}..{last} are not consecutive ({len(events)} given)")
-    return (run_id, first, last, b"".join([orjson.dumps(e, default=str, option=_LINE) for _, e in events]))
-
-
 def _events_to_chunks(db: sqlite3.Connection) -> None:
     """Schema 3: one row per event becomes one row per chunk (here, a chunk of one)."""
     if "last" in {r[1] for r in db.execute("PRAGMA table_info(events)")}:
@@ -809,6 +788,8 @@ def _events_to_chunks(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO events (run_id, seq, last, events) "
                "SELECT run_id, seq, seq, CAST(CAST(event AS TEXT) || char(10) AS BLOB) FROM events_v2")
     db.execute("DROP TABLE events_v2")
+
+
 def _fill_metrics(db: sqlite3.Connection) -> None:
     """Schema 5: the metrics of every run that ended before them (once, when migrating)."""
     from .facts import COLUMNS, row_values, run_facts
@@ -829,66 +810,8 @@ _INSERT_CHECKPOINT = ("INSERT INTO checkpoints (run_id, n, step, phase, event_co
                       "VALUES (?,?,?,?,?,?,?,?)")
 
 
-class _Chain:
-    """A run's checkpoint numbering and delta chain, in memory: the whole checkpoint
-    the chain starts from, how long it is, the previous state's lists."""
-
-    __slots__ = ("next", "base", "length", "lists")
-
-    def __init__(self, next_n: int):
-        self.next = next_n
-        self.base: int | None = None
-        self.length = 0
-        self.lists: dict = {}
-
-
-def _duplicate(run_id: str, events: list[tuple[int, dict]]) -> Exception:
-    from ..errors import RunFailure
-
-    seqs = [seq for seq, _ in events]
-    return RunFailure(f"run {run_id}: events {seqs[0]}..{seqs[-1]} overlap events already stored; events are "
-                      "append-only (is another process driving this run?)")
-
-
-
-
 def _damaged(path: Any, run_id: str, seq: Any, what: str) -> Exception:
     from .opening import DamagedRun
 
     return DamagedRun(f"run {run_id} in {path} is damaged: its events row at seq {seq} is {what}; the other runs "
                       f"are fine (tether runs export {run_id} cannot copy it)")
-
-
-def _run(r: sqlite3.Row) -> dict:
-    """A runs row as a dict; ValueError saying what is wrong with a damaged one."""
-    d = dict(r)
-    d["updated"] = d.pop("last_active", d["updated"])
-    try:
-        d["meta"] = json.loads(d["meta"])
-    except (TypeError, ValueError, RecursionError):
-        raise ValueError("its meta column is not JSON") from None
-    if not isinstance(d["meta"], dict):
-        raise ValueError("its meta column is not a JSON object")
-    for key in ("created", "updated"):
-        if isinstance(d[key], bool) or not isinstance(d[key], (int, float)):
-            raise ValueError(f"its {key} column is not a time ({d[key]!r:.40})")
-    for key in ("run_id", "status", "model", "kind", "guards"):
-        if not isinstance(d[key], str):
-            raise ValueError(f"its {key} column is not text")
-    return d
-
-
-def _effect(r: sqlite3.Row) -> dict:
-    d = dict(r)
-    d["arguments"] = json.loads(d["arguments"])
-    d["result"] = json.loads(d["result"]) if d["result"] else None
-    return d
-
-
-def _approval(r: sqlite3.Row) -> dict:
-    d = dict(r)
-    d["arguments"] = json.loads(d["arguments"])
-    d["new_arguments"] = json.loads(d["new_arguments"]) if d["new_arguments"] else None
-    return d
-
-
