@@ -16,11 +16,6 @@ from tether.cli import app
 # runner and the judge (asyncio with them), the results model, markdown, jsonschema, and psycopg for a file.
 _LISTING_NEVER = ("pydantic", "typer._adapters", "tether.events", "tether.messages", "tether.evals",
                   "tether.report.compare", "asyncio", "rich.markdown", "jsonschema", "psycopg", "yaml")
-# runs show prints the run's events through their models (pydantic is its price), nothing else of that list
-_SHOW_NEVER = ("typer._adapters", "tether.evals", "tether.report.compare", "asyncio", "rich.markdown",
-               "jsonschema", "psycopg", "yaml")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("startup") / "t.db")
@@ -55,8 +50,10 @@ def test_a_listing_loads_no_models(store, args):
     assert loaded == [], f"tether {' '.join(args)} loaded {loaded}"
 
 
-def test_runs_show_loads_only_the_event_models(store):
-    proc, loaded = _loaded(["runs", "show", "s1", "--store", store], _SHOW_NEVER)
+@pytest.mark.parametrize("messages", ["full", "new", "none"])
+def test_runs_show_loads_no_models(store, messages):
+    """runs show checks every event against the trace schema and prints records (tether.store.records)."""
+    proc, loaded = _loaded(["runs", "show", "s1", "--messages", messages, "--store", store], _LISTING_NEVER)
     assert proc.returncode == 0, proc.stderr
     assert "run s1" in proc.stdout and "run_finished" in proc.stdout
     assert loaded == [], f"tether runs show loaded {loaded}"
