@@ -50,22 +50,28 @@ def render_transcript(events: Iterable[Any], console: Console, *, messages: Mess
     t = list(events)
     full = _request_messages(t)
     numbers: dict[str, int] = {}
+    lines: list[Text] = []
+
+    def p(text: Text) -> None:
+        lines.append(text)
+        if len(lines) >= _BATCH:
+            _print(console, lines)
+
     for e in t:
-        p = console.print
         kind = e.type
         if kind == "run_started":
             p(Text.assemble(("run_started", "bold"), f" trace v{e.version} · kind {e.kind} · model {e.model}"
                             f" · case {e.case_id or '-'} · trial {e.trial} · guards {e.guards}"
-                            + (f" · eval {e.eval_id}" if e.eval_id else "")), highlight=False)
+                            + (f" · eval {e.eval_id}" if e.eval_id else "")))
             for spec in e.tool_specs:
                 p(Text(f"  tool {spec.name}{' (side effect)' if spec.side_effect else ''}: {spec.description}\n"
-                       f"       parameters {canonical_json(spec.parameters)}", style="dim"), highlight=False)
+                       f"       parameters {canonical_json(spec.parameters)}", style="dim"))
             if not e.tool_specs and e.tools:
-                p(Text(f"  tools {', '.join(e.tools)}", style="dim"), highlight=False)
+                p(Text(f"  tools {', '.join(e.tools)}", style="dim"))
         elif kind == "user_message":
-            p(Text.assemble(("user", "bold cyan"), f" ({e.source}): ", e.content), highlight=False)
+            p(Text.assemble(("user", "bold cyan"), f" ({e.source}): ", e.content))
         elif kind == "agent_message":
-            p(Text.assemble(("agent", "bold"), f" ({e.kind}, {e.source}): ", e.content), highlight=False)
+            p(Text.assemble(("agent", "bold"), f" ({e.kind}, {e.source}): ", e.content))
         elif kind == "model_request":
             numbers[e.role] = numbers.get(e.role, 0) + 1
             msgs = full.get(id(e), [])
@@ -73,19 +79,17 @@ def render_transcript(events: Iterable[Any], console: Console, *, messages: Mess
             tools = f" · tools {', '.join(e.tools)}" if e.tools else " · no tools"
             p(Text.assemble((f"[{e.step}] request {numbers[e.role]} · {ROLE_LABEL.get(e.role, e.role)}",
                              _ROLE_STYLE.get(e.role, "bold")),
-                            f" · model {e.model or '?'} · {e.message_count} message(s){tools}{params}"),
-              highlight=False)
+                            f" · model {e.model or '?'} · {e.message_count} message(s){tools}{params}"))
             if not msgs and e.message_count:
-                p(Text("    (messages not recorded: a version 1 trace)", style="dim"), highlight=False)
+                p(Text("    (messages not recorded: a version 1 trace)", style="dim"))
             elif messages == "full":
                 for i, m in enumerate(msgs, start=1):
-                    p(_message(m, i), highlight=False)
+                    p(_message(m, i))
             elif messages == "new":
                 if e.keep:
-                    p(Text(f"    ... {e.keep} message(s) as in the previous {e.role} request", style="dim"),
-                      highlight=False)
+                    p(Text(f"    ... {e.keep} message(s) as in the previous {e.role} request", style="dim"))
                 for i, m in enumerate(e.messages, start=e.keep + 1):
-                    p(_message(m, i), highlight=False)
+                    p(_message(m, i))
         elif kind == "model_decision":
             head = Text.assemble((f"    decision ({ROLE_LABEL.get(e.role, e.role)}) {e.kind}",
                                   _ROLE_STYLE.get(e.role, "bold")),
@@ -97,46 +101,60 @@ def render_transcript(events: Iterable[Any], console: Console, *, messages: Mess
                                  (" · truncated (finish_reason "
                                   f"{e.finish_reason}): the reply was cut by the token limit" if e.truncated else "",
                                   "bold red"))
-            p(head, highlight=False)
+            p(head)
             if e.text:
-                p(Text("      " + e.text), highlight=False)
+                p(Text("      " + e.text))
             for call in e.tool_calls:
-                p(Text(f"      -> {call.name}({canonical_json(call.arguments)}) [{call.id}]"), highlight=False)
+                p(Text(f"      -> {call.name}({canonical_json(call.arguments)}) [{call.id}]"))
         elif kind == "tool_call":
             p(Text.assemble((f"  [{e.step}] tool ", "dim"), (e.tool, "bold"),
-                            f"({canonical_json(e.arguments)}) [{e.call_id}]"), highlight=False)
+                            f"({canonical_json(e.arguments)}) [{e.call_id}]"))
         elif kind == "tool_result":
             body = canonical_json(e.data) if e.ok else f"{e.error_type or 'error'}: {e.error}"
             p(Text.assemble("      -> ", ("ok " if e.ok else "error ", "green" if e.ok else "red"),
-                            (f"[{Outcome(e.outcome).label}, {e.duration_ms:.0f} ms] ", "dim"), body), highlight=False)
+                            (f"[{Outcome(e.outcome).label}, {e.duration_ms:.0f} ms] ", "dim"), body))
         elif kind == "guard_tripped":
             numbers_text = ", ".join(f"{k}={v}" for k, v in e.numbers.items())
             p(Text.assemble("  ", (f"guard {trip_name(e.guard, e.rule)} {e.verdict}", _VERDICT_STYLE[e.verdict]),
-                            f": {e.message}" + (f" ({numbers_text})" if numbers_text else "")), highlight=False)
+                            f": {e.message}" + (f" ({numbers_text})" if numbers_text else "")))
         elif kind == "side_effect":
             p(Text.assemble("  ", (f"side effect {e.status}", "bold"),
-                            f" {e.tool} [{e.call_id}] key {e.key}" + (f": {e.detail}" if e.detail else "")),
-              highlight=False)
+                            f" {e.tool} [{e.call_id}] key {e.key}" + (f": {e.detail}" if e.detail else "")))
         elif kind == "approval":
             who = f" by {e.by}" if e.by else ""
             p(Text.assemble("  ", (f"approval {e.action}", "bold yellow"),
-                            f" {e.tool} [{e.call_id}] {e.approval_id}{who}" + (f": {e.reason}" if e.reason else "")),
-              highlight=False)
+                            f" {e.tool} [{e.call_id}] {e.approval_id}{who}" + (f": {e.reason}" if e.reason else "")))
         elif kind == "run_resumed":
             p(Text(f"resumed from checkpoint {e.checkpoint} (step {e.step}, {e.phase}); "
-                   f"{e.dropped_events} event(s) after it dropped", style="bold"), highlight=False)
+                   f"{e.dropped_events} event(s) after it dropped", style="bold"))
         elif kind == "run_finished":
             p(Text.assemble(("run_finished", "bold"), f" {e.status} after {e.steps} step(s)"
                             + (f" · reason: {e.reason}" if e.reason else "")
-                            + (f" · error ({e.error_kind or '?'}): {e.error}" if e.error else "")), highlight=False)
+                            + (f" · error ({e.error_kind or '?'}): {e.error}" if e.error else "")))
             cut = [d for d in t if d.type == "model_decision" and d.truncated and d.role == "agent"]
             last_cut = bool(cut) and cut[-1].text == e.reply and bool(e.reply)
             p(Text.assemble(("reply", "bold"), (" (truncated: cut by the token limit)", "bold red") if last_cut else "",
-                            ": ", e.reply), highlight=False)
+                            ": ", e.reply))
             if cut:
                 p(Text(f"truncated: {len(cut)} of the agent's replies were cut by the output token limit "
-                       "(finish_reason length)", style="bold red"), highlight=False)
-    _usage_summary(t, console)
+                       "(finish_reason length)", style="bold red"))
+    summary = _usage_summary(t)
+    if summary is not None:
+        p(summary)
+    _print(console, lines)
+
+
+_BATCH = 256
+
+
+def _print(console: Console, lines: list[Text]) -> None:
+    """Print ``lines`` (Text, never markup, never highlighted) as one Text joined by
+    newlines, and empty the list. Rich wraps each line of a Text on its own, so this
+    prints exactly what one print per line prints (tests/cli/test_transcript.py),
+    in half the time; a long run still comes out batch by batch."""
+    if lines:
+        console.print(Text("\n").join(lines), highlight=False)
+        lines.clear()
 
 
 def _request_messages(t: list) -> dict[int, list]:
@@ -150,7 +168,7 @@ def _request_messages(t: list) -> dict[int, list]:
     return full
 
 
-def _usage_summary(t: list, console: Console) -> None:
+def _usage_summary(t: list) -> Text | None:
     """Usage, cost and model latency per request role (the agent's own kept apart)."""
     rows: dict[str, list] = {}
     for d in t:
@@ -163,10 +181,10 @@ def _usage_summary(t: list, console: Console) -> None:
         row[3] += d.usage.cost
         row[4] += d.latency_ms
     if not rows:
-        return
+        return None
     parts = [f"{ROLE_LABEL.get(role, role)}: {n} request(s), {_usage(_Usage(i, o, c))}, {lat / 1000:.2f} s"
              for role, (n, i, o, c, lat) in rows.items()]
-    console.print(Text("usage · " + " · ".join(parts)), highlight=False)
+    return Text("usage · " + " · ".join(parts))
 
 
 class _Usage:
