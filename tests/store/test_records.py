@@ -9,10 +9,17 @@ from typer.testing import CliRunner
 
 from tether.cli import app
 from tether.events import EVENT_ADAPTER
+from tether.schemas import shipped
 from tether.store import open_store
 from tether.store.export import load_run
 from tether.store.opening import DamagedRun
-from tether.store.records import Record, run_records
+from tether.store.records import Record
+from tether.store.records import run_records as _run_records
+
+
+def run_records(store, run_id):
+    """The records of a run, checked against the shipped trace schema (as `runs show` reads them)."""
+    return _run_records(store, run_id, shipped("trace.schema.json"))
 
 
 def _plain(value):
@@ -73,7 +80,7 @@ def test_runs_show_prints_records_as_it_printed_the_models(c4_store, monkeypatch
 
     ids = _run_ids(c4_store)
     shown = {run_id: _show(c4_store, run_id, "--messages", messages) for run_id in ids}
-    monkeypatch.setattr(records, "run_records", lambda store, run_id: list(load_run(store, run_id)))
+    monkeypatch.setattr(records, "run_records", lambda store, run_id, schema: list(load_run(store, run_id)))
     for run_id in ids:
         by_model = _show(c4_store, run_id, "--messages", messages)
         assert (shown[run_id].exit_code, shown[run_id].output) == (by_model.exit_code, by_model.output), run_id
@@ -122,7 +129,7 @@ def test_a_value_in_a_lax_form_is_read_as_the_model_reads_it(c4_store, tmp_path,
     import tether.store.records as records
 
     shown = _show(path, run_id)
-    monkeypatch.setattr(records, "run_records", lambda store, rid: list(load_run(store, rid)))
+    monkeypatch.setattr(records, "run_records", lambda store, rid, schema: list(load_run(store, rid)))
     assert shown.exit_code == 0 and shown.output == _show(path, run_id).output
 
 

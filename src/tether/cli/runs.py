@@ -254,9 +254,11 @@ def show_run(
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
+        from ..schemas import shipped
         from ..store.records import run_records
 
-        events = run_records(db, run_id)        # every event checked against the trace schema; no pydantic model built
+        # every event checked against the trace schema; no pydantic model built
+        events = run_records(db, run_id, shipped("trace.schema.json"))
     ckpt = db.latest_checkpoint(run_id)
     console.print(f"run {run_id} · {run['kind']} · {run['status']}"
                   + (f" ({run['error_kind']})" if run.get("error_kind") else "")

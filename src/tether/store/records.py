@@ -36,9 +36,9 @@ class Record(SimpleNamespace):
     the model's fields as attributes, nothing else."""
 
 
-def run_records(store: Any, run_id: str) -> list[Record]:
-    """The run's events in order, each checked (DamagedRun for a damaged one, as load_run)."""
-    schema = _trace_schema()
+def run_records(store: Any, run_id: str, schema: dict) -> list[Record]:
+    """The run's events in order, each checked (DamagedRun for a damaged one, as load_run).
+    ``schema``: the shipped trace schema (``tether.schemas.shipped("trace.schema.json")``)."""
     out: list[Record] = []
     for raw in store.events(run_id):
         record = _event(schema, raw)
@@ -48,17 +48,6 @@ def run_records(store: Any, run_id: str) -> list[Record]:
             record = validated_event(store, run_id, raw)       # the pydantic model: it takes or refuses it
         out.append(record)
     return out
-
-
-_SCHEMA: list[dict] = []
-
-
-def _trace_schema() -> dict:
-    if not _SCHEMA:
-        from ..schemas import shipped
-
-        _SCHEMA.append(shipped("trace.schema.json"))
-    return _SCHEMA[0]
 
 
 def _event(schema: dict, raw: Any) -> Any:
