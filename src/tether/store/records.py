@@ -4,18 +4,19 @@
 checked (a damaged run is refused, naming it, as :func:`tether.store.export.load_run`
 refuses it) and read with its defaults, not the pydantic event models, whose
 import and build are most of a new process's time. So an event is checked here
-against ``tether/schemas/trace.schema.json``, the JSON Schema of those models
-(``tests/test_schemas.py`` fails when it is stale), strictly: the exact JSON
-types, every required field, no unknown field where the model forbids one.
-An event that passes is exactly what the model reads (the same values, its
-defaults filled in); :func:`run_records` gives it as a :class:`Record` with the
-model's attribute names.
+against ``tether/schemas/trace.schema.json`` (the caller passes it: the JSON
+Schema of those models, which ``tests/test_schemas.py`` keeps current),
+strictly: the exact JSON types, every required field, no unknown field where
+the model forbids one. An event that passes holds what the model reads (the
+same values, its defaults filled in, a pre-format-3 result's outcome read from
+its source as the model reads it); :func:`run_records` gives it as a
+:class:`Record` with the model's attribute names.
 
-Anything this check does not accept, or a schema keyword it does not know, is
+Anything this check does not take, or a schema keyword it does not know, is
 not refused here: that event goes to the pydantic model as before (which also
 takes the lax forms, e.g. ``"3"`` for an integer), and only the model refuses a
-damaged run, with the same message. So the records never accept an event the
-models refuse, nor refuse one they accept.
+damaged run, with the same message. ``tests/store/test_records.py`` compares
+records with the models' reading on real runs, edited ones and damaged ones.
 """
 
 from __future__ import annotations
@@ -109,7 +110,11 @@ def _value(root: dict, node: dict, value: Any, *, exact: bool = False) -> Any:
     if kind == "number":
         if type(value) is float:
             return value
-        return (value if exact else float(value)) if type(value) is int else _NOT_OURS
+        if type(value) is not int:
+            return _NOT_OURS
+        if exact:
+            return value
+        return float(value) if -2 ** 63 <= value < 2 ** 63 else _NOT_OURS     # past that, the model says
     if kind == "array":
         if type(value) is not list:
             return _NOT_OURS
