@@ -40,7 +40,7 @@ from typing import Annotated, Any, Iterable, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, model_serializer, model_validator
 
-from ._vocab import Outcome, outcome_of, trip_name  # noqa: F401  (re-exported)
+from ._vocab import Outcome, outcome_of, trip_name
 from .errors import CaseFileError, FileLocation
 from .messages import DecisionKind, Message, ToolCallRequest, ToolSpec, Usage, canonical_json
 from .status import TerminalStatus

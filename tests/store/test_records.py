@@ -76,7 +76,7 @@ def _show(db: str, run_id: str, *extra: str):
 @pytest.mark.parametrize("messages", ["full", "new", "none"])
 def test_runs_show_prints_records_as_it_printed_the_models(c4_store, monkeypatch, messages):
     """The printed run, byte for byte and exit code, from records and from the event models."""
-    import tether.store.records as records
+    from tether.store import records
 
     ids = _run_ids(c4_store)
     shown = {run_id: _show(c4_store, run_id, "--messages", messages) for run_id in ids}
@@ -126,7 +126,7 @@ def test_a_value_in_a_lax_form_is_read_as_the_model_reads_it(c4_store, tmp_path,
     assert [_plain(r) if isinstance(r, SimpleNamespace) else r.model_dump(mode="json") for r in got] == \
         [_dumped(e) if e["type"] != "tool_result" or e.get("outcome") is not None else
          EVENT_ADAPTER.validate_python(e).model_dump(mode="json") for e in events]
-    import tether.store.records as records
+    from tether.store import records
 
     shown = _show(path, run_id)
     monkeypatch.setattr(records, "run_records", lambda store, rid, schema: list(load_run(store, rid)))
