@@ -10,6 +10,7 @@ may contain brackets.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Iterable, Literal
 
 from rich.console import Console
@@ -182,14 +183,10 @@ def _usage_summary(t: list) -> Text | None:
         row[4] += d.latency_ms
     if not rows:
         return None
-    parts = [f"{ROLE_LABEL.get(role, role)}: {n} request(s), {_usage(_Usage(i, o, c))}, {lat / 1000:.2f} s"
+    parts = [f"{ROLE_LABEL.get(role, role)}: {n} request(s), "
+             f"{_usage(SimpleNamespace(input_tokens=i, output_tokens=o, cost=c))}, {lat / 1000:.2f} s"
              for role, (n, i, o, c, lat) in rows.items()]
     return Text("usage · " + " · ".join(parts))
-
-
-class _Usage:
-    def __init__(self, input_tokens: int, output_tokens: int, cost: float):
-        self.input_tokens, self.output_tokens, self.cost = input_tokens, output_tokens, cost
 
 
 def calls_by_key(t: Iterable[Any]) -> dict[str, dict[str, int]]:

@@ -294,7 +294,7 @@ def show_run(
         for a in approvals:
             table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", data_json(a["arguments"]), a["reason"])
         console.print(table)
-    render_transcript(events, console, messages=messages)  # type: ignore[arg-type]
+    render_transcript(events, console, messages=messages)  # type: ignore[arg-type]  (a str of three values)
 
 
 @app.command("export", help="Write a run as self-contained JSON Lines (the trace format, docs/events.md) to "
