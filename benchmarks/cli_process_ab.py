@@ -6,10 +6,13 @@
 
 Each command (``runs list``, ``runs list --eval ID``, ``runs show RUN``, ``stats``)
 runs as ``python -m tether.cli ...`` (stdout a pipe) with ``PYTHONPATH`` at the
-other source ("before"), then as installed ("after"), repetition by repetition,
-so both see the same machine. Prints the median wall-clock and CPU seconds. Use
-the python of a plain virtualenv: a start-up hook (a ``.pth`` importing things)
-would be in every figure.
+other source ("before") and as installed ("after"), repetition by repetition,
+the two in turn (which goes first alternates), so both see the same machine.
+The last row, "cold first command", is ``runs list`` with the store's file (a
+SQLite store) dropped from the page cache just before (``posix_fadvise
+DONTNEED``; reading it back is the cost). Prints the median wall-clock and CPU
+seconds. Use the python of a plain virtualenv: a start-up hook (a ``.pth``
+importing things) would be in every figure.
 """
 
 from __future__ import annotations
@@ -37,12 +40,17 @@ def main() -> None:
     db.close()
     commands = {"runs list": ["runs", "list"], "runs list --eval ID": ["runs", "list", "--eval", run["eval_id"] or "-"],
                 "runs show RUN": ["runs", "show", run["run_id"]], "stats": ["stats"]}
+    cold = "://" not in args.store
+    if cold:
+        commands["cold first command"] = ["runs", "list"]
     sides = {"before": {**os.environ, "PYTHONPATH": args.before}, "after": dict(os.environ)}
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     load = os.getloadavg()[0]
     for name, command in commands.items():
-        for _ in range(args.repeat):
-            for side, env in sides.items():
+        for i in range(args.repeat):
+            for side, env in (sides.items() if i % 2 == 0 else reversed(sides.items())):
+                if name == "cold first command":
+                    evict(args.store)
                 r0, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
                 subprocess.run([sys.executable, "-m", "tether.cli", *command, "--store", args.store], env=env,
                                capture_output=True, check=True)
@@ -55,6 +63,17 @@ def main() -> None:
         cells = [f"{statistics.median(w for w, _ in out[(name, s)]):.3f} s "
                  f"({statistics.median(c for _, c in out[(name, s)]):.3f} s)" for s in sides]
         print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def evict(path: str) -> None:
+    """Drop the store's file (and WAL) from the page cache: the next read comes from the disk."""
+    for p in (path, f"{path}-wal", f"{path}-shm"):
+        if os.path.exists(p):
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 if __name__ == "__main__":

@@ -35,61 +35,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, model_serializer, model_validator
 
+from ._vocab import Outcome, outcome_of, trip_name
 from .errors import CaseFileError, FileLocation
 from .messages import DecisionKind, Message, ToolCallRequest, ToolSpec, Usage, canonical_json
 from .status import TerminalStatus
 
 TRACE_VERSION = 3
 
-
-class Outcome(str, Enum):
-    """How a tool call ended: who answered it, and so whether it ran.
-
-    ``executed`` is the predicate: the call reached the tools (the real tool,
-    the scenario world, or the case's stand-in for the tool: a mock, an
-    intercept, an injected fault). The others never reached a tool.
-    """
-
-    EXECUTED = "executed"        # the tool ran (the harness's tool, a scenario world, a real API)
-    FAILED = "failed"            # the tool ran and raised (its result is the exception)
-    MOCKED = "mocked"            # a case mock answered for the tool
-    INTERCEPTED = "intercepted"  # a case intercept answered for the tool
-    INJECTED = "injected"        # an injected fault answered (tether.tools.faults)
-    BLOCKED = "blocked"          # a guard blocked or stopped the call
-    HELD = "held"                # a gate held it: an approval pending, rejected or expired; an unknown outcome
-    REFUSED = "refused"          # tether refused it: unknown tool, arguments that do not fit, a replay mismatch
-    LEDGER = "ledger"            # answered from the side-effect ledger, not run again
-
-    @property
-    def executed(self) -> bool:
-        return self in _EXECUTED
-
-    @property
-    def label(self) -> str:
-        return "answered from the ledger" if self is Outcome.LEDGER else self.value
-
-
-_EXECUTED = frozenset({Outcome.EXECUTED, Outcome.FAILED, Outcome.MOCKED, Outcome.INTERCEPTED, Outcome.INJECTED})
-_BY_SOURCE = {"guard": Outcome.BLOCKED, "approval": Outcome.HELD, "ledger": Outcome.LEDGER, "mock": Outcome.MOCKED,
-              "intercept": Outcome.INTERCEPTED, "fault": Outcome.INJECTED, "replay": Outcome.REFUSED}
-
-
-def outcome_of(source: str, error_type: str | None = None) -> Outcome:
-    """The outcome of a result answered by ``source`` (ToolResult.source, or an
-    older event's): the one mapping from the free-form source to the vocabulary."""
-    if source == "runner":      # tether's tool runner: a tool (or a layer) that raised ran; anything else was refused
-        return Outcome.FAILED if error_type == "exception" else Outcome.REFUSED
-    if source == "ledger" and error_type == "outcome_unknown":
-        return Outcome.HELD
-    if error_type == "exception":
-        return Outcome.FAILED
-    return _BY_SOURCE.get(source, Outcome.EXECUTED)     # a tool, a world, an import, a tool's own label
 
 RequestRole = Literal["agent", "judge", "user", "drift", "review"]
 RunKind = Literal["run", "eval", "replay", "cassette", "import", "mcp", "plan", "gateway"]
@@ -237,10 +194,6 @@ class GuardTripped(_Event):
         """``guard.rule`` as people read it: ``loop.identical``, ``budget.tool_calls``
         (a rule already named after its guard is not prefixed twice)."""
         return trip_name(self.guard, self.rule)
-
-
-def trip_name(guard: str, rule: str) -> str:
-    return rule if rule == guard or rule.startswith(f"{guard}.") else f"{guard}.{rule}"
 
 
 class SideEffectEvent(_Event):

@@ -6,11 +6,12 @@ thin mapping, but they are provider-neutral.
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ._vocab import canonical_json  # noqa: F401  (re-exported: tether.messages.canonical_json)
 
 
 class ToolCallRequest(BaseModel):
@@ -92,7 +93,3 @@ class Usage(BaseModel):
             cost=self.cost + other.cost,
         )
 
-
-def canonical_json(value: Any) -> str:
-    """Stable JSON: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)

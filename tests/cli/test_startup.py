@@ -16,11 +16,6 @@ from tether.cli import app
 # runner and the judge (asyncio with them), the results model, markdown, jsonschema, and psycopg for a file.
 _LISTING_NEVER = ("pydantic", "typer._adapters", "tether.events", "tether.messages", "tether.evals",
                   "tether.report.compare", "asyncio", "rich.markdown", "jsonschema", "psycopg", "yaml")
-# runs show prints the run's events through their models (pydantic is its price), nothing else of that list
-_SHOW_NEVER = ("typer._adapters", "tether.evals", "tether.report.compare", "asyncio", "rich.markdown",
-               "jsonschema", "psycopg", "yaml")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("startup") / "t.db")
@@ -55,8 +50,10 @@ def test_a_listing_loads_no_models(store, args):
     assert loaded == [], f"tether {' '.join(args)} loaded {loaded}"
 
 
-def test_runs_show_loads_only_the_event_models(store):
-    proc, loaded = _loaded(["runs", "show", "s1", "--store", store], _SHOW_NEVER)
+@pytest.mark.parametrize("messages", ["full", "new", "none"])
+def test_runs_show_loads_no_models(store, messages):
+    """runs show checks every event against the trace schema and prints records (tether.store.records)."""
+    proc, loaded = _loaded(["runs", "show", "s1", "--messages", messages, "--store", store], _LISTING_NEVER)
     assert proc.returncode == 0, proc.stderr
     assert "run s1" in proc.stdout and "run_finished" in proc.stdout
     assert loaded == [], f"tether runs show loaded {loaded}"
@@ -80,3 +77,23 @@ def test_plain_values_read_as_typer_reads_them(store):
     spaced = runner.invoke(app, ["runs", "list", "--limit", " 3", "--format", "json", "--store", store])
     assert plain.exit_code == 0 and spaced.exit_code == 0, spaced.output
     assert plain.stdout == spaced.stdout and '"kind": "runs"' in plain.stdout
+
+
+def test_a_group_builds_only_the_subcommand_it_runs(store):
+    """Typer reads every parameter of every subcommand to build a group: `tether runs list` builds `list`."""
+    probe = ("import sys\n"
+             f"sys.argv = ['tether', 'runs', 'list', '--store', {store!r}]\n"
+             "import tether.cli as cli\n"
+             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+             "sys.stderr.write('\\nBUILT ' + repr(sorted(c.name for c in cli._BUILT['runs'].commands.built())))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.stderr.rpartition("BUILT ")[2].strip() == "['list']", proc.stderr[-500:]
+
+
+def test_a_groups_help_lists_every_subcommand():
+    res = CliRunner().invoke(app, ["runs", "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    for name in ("list", "evals", "approvals", "show", "export", "import", "export-otel"):
+        assert f" {name} " in res.output, name
+    near = CliRunner().invoke(app, ["runs", "lst"])
+    assert near.exit_code == 2 and "list" in near.output

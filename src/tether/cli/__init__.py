@@ -7,6 +7,8 @@ importing any command module, so it starts fast.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import typer
 from typer.core import TyperGroup
 
@@ -75,17 +77,14 @@ class LazyGroup(TyperGroup):
         module = importlib.import_module(f".{module_name}", __name__)
         obj = getattr(module, attr)
         if kind == "group":
-            command = typer.main.get_command(obj)
+            command: click.Command = _lazy_group(obj)
         else:
             single = typer.Typer(rich_markup_mode="rich", pretty_exceptions_enable=False)
             single.command(name, help=getattr(module, help_attr) if help_attr else None,
                            no_args_is_help=name not in ("eval", "stats", "view"))(obj)
             command = typer.main.get_command(single)
         command.name = name
-        _tidy(command)
-        from ._params import plain_coercion
-
-        plain_coercion(command)        # its options read without pydantic when their values are plain
+        _finish(command)
         return command
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
@@ -112,6 +111,83 @@ class LazyGroup(TyperGroup):
                 formatter.write_dl(options)
         with formatter.section("Commands"):
             formatter.write_dl([(name, spec[3]) for name, spec in COMMANDS.items()])
+
+
+def _finish(command: click.Command) -> None:
+    _tidy(command)
+    from ._params import plain_coercion
+
+    plain_coercion(command)        # its options read without pydantic when their values are plain
+
+
+def _lazy_group(group_app: typer.Typer) -> click.Command:
+    """The click group of a command group (``tether runs``) whose subcommands are built
+    when first asked for: Typer reads every parameter of every subcommand to build one
+    (~10% of a ``tether runs list`` process); a command uses one. Listing them
+    (``tether runs --help``, completion) builds them all, the same commands."""
+    if group_app.registered_groups or len(group_app.registered_commands) < 2:
+        return typer.main.get_command(group_app)
+    import copy
+
+    shell = copy.copy(group_app)
+    shell.registered_commands = []
+    group = typer.main.get_group(shell)
+    infos = {info.name or typer.main.get_command_name(info.callback.__name__): info  # type: ignore[union-attr]
+             for info in group_app.registered_commands}
+
+    def build(name: str) -> click.Command:
+        command = typer.main.get_command_from_info(infos[name], pretty_exceptions_short=group_app.pretty_exceptions_short,
+                                                   rich_markup_mode=group_app.rich_markup_mode)
+        _finish(command)
+        return command
+
+    group.commands = LazyCommands(list(infos), build)  # type: ignore[attr-defined]
+    return group
+
+
+class LazyCommands(MutableMapping):
+    """A group's subcommands by name, in order, each built by ``build`` on first use."""
+
+    def __init__(self, names: list[str], build):
+        self._names = list(names)
+        self._build = build
+        self._built: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._built:
+            if name not in self._names:
+                raise KeyError(name)
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._built.pop(name, None)
+
+    def __iter__(self):
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def built(self) -> list[click.Command]:
+        return list(self._built.values())
+
+
+def _subcommands(command: click.Command) -> list[click.Command]:
+    """The subcommands built so far (a lazy group finishes each when it builds it)."""
+    commands = getattr(command, "commands", None)
+    if isinstance(commands, LazyCommands):
+        return commands.built()
+    return list(commands.values()) if commands else []
 
 
 COMPLETION_PARAMS = {"install_completion", "show_completion"}
@@ -143,7 +219,7 @@ def _tidy(command: click.Command) -> None:
         return option
 
     command.get_help_option = get_help_option  # type: ignore[method-assign]
-    for sub in getattr(command, "commands", {}).values():
+    for sub in _subcommands(command):
         _tidy(sub)
 
 

@@ -43,7 +43,9 @@ def plain_coercion(command: Any) -> None:
                                               annotation=descriptor.annotation, kind=kind, descriptor=descriptor)
         except (TypeError, AttributeError, ValueError):      # another Typer's internals: its own coercion stays
             continue
-    for sub in getattr(command, "commands", {}).values():
+    from . import _subcommands
+
+    for sub in _subcommands(command):
         plain_coercion(sub)
 
 

@@ -254,9 +254,11 @@ def show_run(
         run = db.get_run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in {db.path} (tether runs list)")
-        from ..store.export import load_run
+        from ..schemas import shipped
+        from ..store.records import run_records
 
-        trajectory = load_run(db, run_id)
+        # every event checked against the trace schema; no pydantic model built
+        events = run_records(db, run_id, shipped("trace.schema.json"))
     ckpt = db.latest_checkpoint(run_id)
     console.print(f"run {run_id} · {run['kind']} · {run['status']}"
                   + (f" ({run['error_kind']})" if run.get("error_kind") else "")
@@ -265,7 +267,7 @@ def show_run(
     console.print(f"created {_when(run['created'])} · updated {_when(run['updated'])} · "
                   f"{db.checkpoint_count(run_id)} checkpoint(s)"
                   + (f", last at step {ckpt['step']} ({ckpt['phase']})" if ckpt else "")
-                  + f" · {len(trajectory)} event(s)" + (f" · digest {run['digest']}" if run.get("digest") else ""),
+                  + f" · {len(events)} event(s)" + (f" · digest {run['digest']}" if run.get("digest") else ""),
                   highlight=False)
     if run["reason"]:
         console.print(f"reason: {run['reason']}", highlight=False)
@@ -274,10 +276,10 @@ def show_run(
     if effects or approvals:
         from rich import box
         from rich.table import Table
-    if effects:
-        from ..runtime.effects import calls_by_key
+    from ._transcript import calls_by_key, render_transcript
 
-        calls = calls_by_key(trajectory)
+    if effects:
+        calls = calls_by_key(events)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="side-effect ledger")
         for col in ("step", "tool", "status", "calls", "key", "arguments"):
             table.add_column(col, overflow="fold")
@@ -292,9 +294,7 @@ def show_run(
         for a in approvals:
             table.add_row(a["id"], a["tool"], a["status"], a["decided_by"] or "", data_json(a["arguments"]), a["reason"])
         console.print(table)
-    from ._transcript import render_transcript
-
-    render_transcript(trajectory, console, messages=messages)  # type: ignore[arg-type]
+    render_transcript(events, console, messages=messages)  # type: ignore[arg-type]  (a str of three values)
 
 
 @app.command("export", help="Write a run as self-contained JSON Lines (the trace format, docs/events.md) to "

@@ -55,25 +55,6 @@ def outcome_status(ok: bool, error_type: str | None) -> str:
     return "unknown" if (error_type or "") in UNCERTAIN_ERRORS else "failed"
 
 
-def calls_by_key(trajectory: Any) -> dict[str, dict[str, int]]:
-    """For each ledger key, how the run's calls on it ended, by outcome label
-    (``executed``, ``answered from the ledger``, ...): what ``runs show`` prints beside the ledger."""
-    from ..events import SideEffectEvent
-
-    results = {r.call_id: r for _, r in trajectory.calls_with_results() if r is not None}
-    out: dict[str, dict[str, int]] = {}
-    seen: set[tuple[str, str]] = set()
-    for e in trajectory.of_type(SideEffectEvent):
-        result = results.get(e.call_id)
-        if result is None or (e.key, e.call_id) in seen:
-            continue
-        seen.add((e.key, e.call_id))
-        label = result.outcome.label
-        out.setdefault(e.key, {})
-        out[e.key][label] = out[e.key].get(label, 0) + 1
-    return out
-
-
 class Ledger(Protocol):
     def effect(self, key: str) -> dict | None: ...
 

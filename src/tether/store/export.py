@@ -39,12 +39,28 @@ def load_run(store: Any, run_id: str) -> Trajectory:
     try:
         return Trajectory(EVENT_ADAPTER.validate_python(e) for e in events)
     except ValidationError as exc:
-        from .opening import DamagedRun
+        raise _damaged(store, run_id, exc) from None
 
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise DamagedRun(f"run {run_id} in {store.path} is damaged: a stored event is not a valid event "
-                         f"({where}: {first.get('msg', exc)}); the other runs are fine") from None
+
+def validated_event(store: Any, run_id: str, raw: Any) -> Any:
+    """One stored event read by its model (DamagedRun, as :func:`load_run`, when it is not a valid event)."""
+    from pydantic import ValidationError
+
+    from ..events import EVENT_ADAPTER
+
+    try:
+        return EVENT_ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        raise _damaged(store, run_id, exc) from None
+
+
+def _damaged(store: Any, run_id: str, exc: Any) -> Exception:
+    from .opening import DamagedRun
+
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return DamagedRun(f"run {run_id} in {store.path} is damaged: a stored event is not a valid event "
+                      f"({where}: {first.get('msg', exc)}); the other runs are fine")
 
 
 def read_trace(text: str, *, path: str = "<trace>") -> Trajectory:
