@@ -24,7 +24,7 @@ PACKAGE = ROOT / "src" / "tether"
 # agents of other shapes (adapters, gateways), evals, diffs and reports, the C4 wing,
 # and the CLI; the root face (tether/__init__.py) re-exports from all of them.
 LAYERS: list[set[str]] = [
-    {"errors", "_vocab"},
+    {"errors", "_vocab", "_held_files"},
     {"_assess", "_faces", "_terminal", "_version", "i18n", "ids", "inputs", "messages", "mismatch", "plugins",
      "status"},
     {"events"},

@@ -49,7 +49,7 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_FILE
         raise UsageError(f"{what} {path} is not a regular file (a device or a pipe); give a file")
     if info.st_size > max_bytes:
         raise UsageError(f"{what} {path} is too large ({info.st_size:,} bytes; at most {max_bytes:,})")
-    from .store.opening import held
+    from ._held_files import held
 
     if held(path):      # never read raw: closing our descriptor would drop the locks of the store open on it
         raise UsageError(f"{what} {path} is a tether store (this process has it open), not a {what}; "

@@ -27,10 +27,9 @@ import contextlib
 import os
 import sqlite3
 import stat
-import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 from ..errors import UsageError
@@ -40,51 +39,7 @@ HEADER = b"SQLite format 3\x00"
 # process, a service that opens a store per request, keeps no list of every store it ever opened)
 LAST_OPENED: collections.deque[Path] = collections.deque(maxlen=8)
 
-# The store files this process holds open through SQLite, by (device, inode), with how many stores
-# hold each. POSIX drops all of a process's locks on a file when *any* descriptor of that file is
-# closed, so reading a store's header with a descriptor of our own while a connection in this
-# process is open would silently drop that connection's locks: another process could then write
-# under it and damage the store. A file held here was checked when it was first opened and is
-# never read raw again until every store on it is closed.
-_HELD: dict[tuple[int, int], int] = {}
-_HELD_LOCK = threading.Lock()
-
-
-def hold(path: Path | str) -> tuple[int, int] | None:
-    """Note that a store in this process now holds ``path`` open; the key to :func:`release`."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    key = (info.st_dev, info.st_ino)
-    with _HELD_LOCK:
-        _HELD[key] = _HELD.get(key, 0) + 1
-    return key
-
-
-def release(key: tuple[int, int] | None) -> None:
-    if key is None:
-        return
-    with _HELD_LOCK:
-        left = _HELD.get(key, 0) - 1
-        if left > 0:
-            _HELD[key] = left
-        else:
-            _HELD.pop(key, None)
-
-
-def _held(info: os.stat_result) -> bool:
-    with _HELD_LOCK:
-        return (info.st_dev, info.st_ino) in _HELD
-
-
-def held(path: Path | str) -> bool:
-    """A store in this process holds ``path`` open: never read it with a descriptor of your own
-    (closing it would drop that store's locks; see :data:`_HELD`)."""
-    try:
-        return _held(os.stat(path))
-    except (OSError, ValueError):
-        return False
+from .._held_files import _held, held, hold, release  # noqa: F401  (the store's open path and its readers)
 
 
 class StoreError(UsageError):
