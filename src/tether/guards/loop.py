@@ -161,6 +161,7 @@ __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
 
 _NO_LAST = (None, None, 0)
+_GO_ON: Any = object()      # _after_rare: no check applied, go on with the rest
 
 
 def _sent_values(args: dict) -> frozenset:
@@ -562,8 +563,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if not ok or kind != _NORMAL or st[1] >= 2 or past or fresh is not None or capped is not None:
             found = self._after_rare(call, tool, sig, st, rkey, target, result, ok, kind, past, nothing, listing,
                                      skey, parts, fresh, capped)
-            if found is not None:
-                return found
+            if found is not _GO_ON:
+                return found                # a verdict, or None: a check that applied and said nothing ends it too
         elif self.err_runs:
             self.err_runs.pop(tool, None)
         if known and kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(calls) > 2:
@@ -579,9 +580,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
 
     def _after_rare(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str,
                     result: ToolResultEvent, ok: bool, kind: str, past: bool, nothing: bool, listing: list | None,
-                    skey: str, parts: dict, fresh: Any, capped: Any) -> Intervention | None:
+                    skey: str, parts: dict, fresh: Any, capped: Any) -> Any:
         """The checks after a result that only a failure, a wait, a repeat, a page past the end,
-        a fresh id or a bigger page asked for can trip (a new call answered anew skips them)."""
+        a fresh id or a bigger page asked for can trip (a new call answered anew skips them).
+        Returns ``_GO_ON`` when none of them applied (the checks after them come next)."""
         cfg = self.config
         data = result.data
         if past and "past_end" in cfg.rules and len(self.calls) > 1 and self.calls[-2][_TOOL] == tool \
@@ -614,7 +616,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             found = self._replayed(call, sig, st)
             if found is not None:
                 return self._ladder(*found)
-        return None
+        return _GO_ON
 
     # -- the ladder ----------------------------------------------------------------
     def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Intervention | None:
