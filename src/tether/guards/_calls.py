@@ -217,7 +217,46 @@ def canon_result(data: Any) -> str:
     every depth (a set of results in another order is the same set), then NFKC,
     CJK punctuation and case folded and whitespace collapsed over the whole text."""
     kind = type(data)
-    text = _flat_repr(data) if kind is dict and len(data) <= 16 else None   # the common small flat answer
+    text = None
+    if kind is dict and len(data) <= 16:
+        # the common small flat answer: repr(sorted(data.items())) when every key is a string and every
+        # value a scalar or a list of at most one, built piece by piece (several times cheaper than
+        # repr() of the tuples; written out here, not called, since it runs on every result)
+        try:
+            if len(data) == 2:
+                a, b = data
+                keys = (b, a) if b < a else (a, b)      # sorted() of two, without its set-up
+            else:
+                keys = sorted(data)
+        except TypeError:
+            keys = None                     # keys of several types: not all strings
+        if keys is not None:
+            scalars, heads, parts = _SCALARS, _KEY_HEADS, []
+            for k in keys:
+                if type(k) is not str:
+                    break
+                head = heads.get(k)
+                if head is None:
+                    head = f"({k!r}, "
+                    if len(heads) < 4096:
+                        heads[k] = head
+                v = data[k]
+                t = type(v)
+                if t is int and 0 <= v < 1024:
+                    parts.append(head + _INT_TEXT[v] + ")")
+                elif t in scalars:
+                    parts.append(head + repr(v) + ")")
+                elif t is list and len(v) < 2:
+                    if not v:
+                        parts.append(head + "[])")
+                    elif type(v[0]) in scalars:
+                        parts.append(f"{head}[{v[0]!r}])")
+                    else:
+                        break
+                else:
+                    break
+            else:
+                text = "[" + ", ".join(parts) + "]"
     spaced = True                           # only single spaces between words in ASCII (no collapsing needed)
     if text is not None:
         pass
@@ -241,47 +280,7 @@ def canon_result(data: Any) -> str:
     return " ".join(text.lower().split())
 
 
-def _flat_repr(data: dict) -> str | None:
-    """``repr(sorted(data.items()))`` when :func:`_flat` holds, else None; built
-    piece by piece, which is several times cheaper than repr() of the tuples."""
-    try:
-        if len(data) == 2:
-            a, b = data
-            keys = (b, a) if b < a else (a, b)      # sorted() of two, without its set-up
-        else:
-            keys = sorted(data)
-    except TypeError:
-        return None                         # keys of several types: not all strings
-    scalars = _SCALARS
-    heads = _KEY_HEADS
-    parts = []
-    for k in keys:
-        if type(k) is not str:
-            return None
-        head = heads.get(k)
-        if head is None:
-            head = f"({k!r}, "
-            if len(heads) < 4096:
-                heads[k] = head
-        v = data[k]
-        t = type(v)
-        if t is int and 0 <= v < 1024:
-            parts.append(head + _INT_TEXT[v] + ")")
-        elif t in scalars:
-            parts.append(head + repr(v) + ")")
-        elif t is list and len(v) < 2:
-            if not v:
-                parts.append(head + "[])")
-            elif type(v[0]) in scalars:
-                parts.append(f"{head}[{v[0]!r}])")
-            else:
-                return None
-        else:
-            return None
-    return "[" + ", ".join(parts) + "]"
-
-
-_KEY_HEADS: dict[str, str] = {}     # key -> "('key', ": the start of its item in _flat_repr
+_KEY_HEADS: dict[str, str] = {}     # key -> "('key', ": the start of its item in canon_result's flat form
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

@@ -134,6 +134,8 @@ from ._calls import (
     id_split,
     page_state,
     result_hash,
+    canon_result,
+    _digest,
     canonical_call,
 )
 from ._loop_common import (
@@ -310,8 +312,13 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self._sig, self._tool = sig, tool
         self._args = args
         tripped, self._tripped = self._tripped == call_id, None   # this call was already tripped on
-        rkey = result_hash(result, args)
         ok = result.ok
+        if ok:                              # result_hash(), written out (it runs on every result)
+            rkey = canon_result(result.data)
+            if len(rkey) > 40:
+                rkey = _digest(rkey)
+        else:
+            rkey = result_hash(result, args)
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
         if not wait and not action and not reads and waits_in(args):
