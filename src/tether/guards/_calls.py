@@ -217,7 +217,46 @@ def canon_result(data: Any) -> str:
     every depth (a set of results in another order is the same set), then NFKC,
     CJK punctuation and case folded and whitespace collapsed over the whole text."""
     kind = type(data)
-    text = _flat_repr(data) if kind is dict and len(data) <= 16 else None   # the common small flat answer
+    text = None
+    if kind is dict and len(data) <= 16:
+        # the common small flat answer: repr(sorted(data.items())) when every key is a string and every
+        # value a scalar or a list of at most one, built piece by piece (several times cheaper than
+        # repr() of the tuples; written out here, not called, since it runs on every result)
+        try:
+            if len(data) == 2:
+                a, b = data
+                keys = (b, a) if b < a else (a, b)      # sorted() of two, without its set-up
+            else:
+                keys = sorted(data)
+        except TypeError:
+            keys = None                     # keys of several types: not all strings
+        if keys is not None:
+            scalars, heads, parts = _SCALARS, _KEY_HEADS, []
+            for k in keys:
+                if type(k) is not str:
+                    break
+                head = heads.get(k)
+                if head is None:
+                    head = f"({k!r}, "
+                    if len(heads) < 4096:
+                        heads[k] = head
+                v = data[k]
+                t = type(v)
+                if t is int and 0 <= v < 1024:
+                    parts.append(head + _INT_TEXT[v] + ")")
+                elif t in scalars:
+                    parts.append(head + repr(v) + ")")
+                elif t is list and len(v) < 2:
+                    if not v:
+                        parts.append(head + "[])")
+                    elif type(v[0]) in scalars:
+                        parts.append(f"{head}[{v[0]!r}])")
+                    else:
+                        break
+                else:
+                    break
+            else:
+                text = "[" + ", ".join(parts) + "]"
     spaced = True                           # only single spaces between words in ASCII (no collapsing needed)
     if text is not None:
         pass
@@ -241,32 +280,7 @@ def canon_result(data: Any) -> str:
     return " ".join(text.lower().split())
 
 
-def _flat_repr(data: dict) -> str | None:
-    """``repr(sorted(data.items()))`` when :func:`_flat` holds, else None; built
-    piece by piece, which is several times cheaper than repr() of the tuples."""
-    try:
-        keys = sorted(data)
-    except TypeError:
-        return None                         # keys of several types: not all strings
-    scalars = _SCALARS
-    parts = []
-    for k in keys:
-        if type(k) is not str:
-            return None
-        v = data[k]
-        t = type(v)
-        if t in scalars:
-            parts.append(f"({k!r}, {v!r})")
-        elif t is list and len(v) < 2:
-            if not v:
-                parts.append(f"({k!r}, [])")
-            elif type(v[0]) in scalars:
-                parts.append(f"({k!r}, [{v[0]!r}])")
-            else:
-                return None
-        else:
-            return None
-    return "[" + ", ".join(parts) + "]"
+_KEY_HEADS: dict[str, str] = {}     # key -> "('key', ": the start of its item in canon_result's flat form
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -390,6 +404,7 @@ def is_offset_key(key: Any) -> bool:
 
 
 # argument name -> (_key_kind, is_page_key, is_offset_key), all read in one look
+_INT_TEXT = tuple(str(i) for i in range(1024))     # repr() of the small whole numbers (pages, limits, counts)
 _ARG_KEY: dict[str, tuple[int, bool, bool]] = {}
 
 
@@ -414,23 +429,28 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     targets: list[str] = []
     series: list[str] = []
     paged = offset = False
-    for key in sorted(arguments) if len(arguments) > 1 else arguments:
+    n = len(arguments)
+    if n == 2:
+        a, b = arguments
+        keys = (b, a) if b < a else (a, b)      # sorted() of two, without its set-up (the common call)
+    else:
+        keys = sorted(arguments) if n > 2 else arguments
+    for key in keys:
+        value = arguments[key]
         known = _ARG_KEY.get(key)
         if known is None:
             known = (_key_kind(key), is_page_key(key), is_offset_key(key))
             if len(_ARG_KEY) < 4096:
                 _ARG_KEY[key] = known
         kind, page, at = known
-        if at and type(arguments[key]) is int:
-            offset = True                   # read before the skips below: offset_end reads every argument
-        if ignore and key in ignore:
-            continue
-        if kind == _RETRY:
-            continue                        # a retry counter or backoff delay: the same call
-        value = arguments[key]
         kind_of = type(value)
+        if at and kind_of is int:
+            offset = True                   # read before the skips below: offset_end reads every argument
+        if kind == _RETRY or (ignore and key in ignore):
+            continue                        # a retry counter or backoff delay: the same call
         if kind_of is int:                  # the common number first (bool is not int here)
-            text, target = repr(value), kind == _TARGET or kind == _BY_VALUE
+            text = _INT_TEXT[value] if 0 <= value < 1024 else repr(value)
+            target = kind == _TARGET or kind == _BY_VALUE
         elif isinstance(value, str):
             if not value:
                 continue
@@ -790,7 +810,7 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
     ``{"links": {}}`` says nothing)."""
     if not isinstance(data, dict):
         return 0
-    said = _page_level(data, arguments)
+    said = 0 if _PLAIN_KEYS.issuperset(data) else _page_level(data, arguments)   # (the common answer: no call)
     if said > 0:
         return said
     for v in data.values():

@@ -115,6 +115,7 @@ from ._calls import (
     is_action_name,
     is_create_name,
     is_pending,
+    _POLL_KEYS,
     pending_form,
     accepted_job,
     is_submitted,
@@ -133,6 +134,8 @@ from ._calls import (
     id_split,
     page_state,
     result_hash,
+    canon_result,
+    _digest,
     canonical_call,
 )
 from ._loop_common import (
@@ -157,6 +160,10 @@ from ._loop_failures import _FailureRules
 from ._loop_repeats import _RepeatRules
 
 __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
+
+
+_NO_LAST = (None, None, 0)
+_GO_ON: Any = object()      # _after_rare: no check applied, go on with the rest
 
 
 def _sent_values(args: dict) -> frozenset:
@@ -262,7 +269,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         extra = self.irrelevant.get(tool) if self.irrelevant else None
         described = describe_call(tool, call.arguments, ignore | frozenset(extra) if extra else ignore)
         sig = described[0]
-        self._pending = (call.id, *described)
+        self._pending = (call.id, described)
         self._sig, self._tool = sig, tool
         rules = cfg.rules
         found = self._outage(tool) if self.failed and "outage" in rules else None
@@ -270,18 +277,20 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             self._tripped = call.id
             return Intervention("block", "outage", self._said or found[0], found[1])
         seen = sig in self.sigs             # the rules about repeats need the call seen before
-        found = (("retry_budget" in rules and self.retries and self._retry_spent(call))
-                 or ("duplicate_action" in rules and ((sig in self.acted and self._duplicate_action(call, sig))
-                                                    or (self.created and self._duplicate_create(call, described))
-                                                    or (tool in self.sent and self._resend(call, described))))
-                 or ("identical" in rules and sig in self.refusals and self._refused_again(call))
+        # each test reads the state it needs first (empty on a call never seen before), then the rule's switch
+        found = ((self.retries and "retry_budget" in rules and self._retry_spent(call))
+                 or ((self.acted or self.created or self.sent) and "duplicate_action" in rules
+                     and ((sig in self.acted and self._duplicate_action(call, sig))
+                          or (self.created and self._duplicate_create(call, described))
+                          or (tool in self.sent and self._resend(call, described))))
+                 or (self.refusals and sig in self.refusals and "identical" in rules and self._refused_again(call))
                  or (seen and "identical" in rules and self._identical(call, sig))
-                 or ("past_end" in rules and sig != described[2] and described[2] in self.series
+                 or (self.series and sig != described[2] and described[2] in self.series and "past_end" in rules
                      and self._past_end(call, described))
                  or (seen and "cycle" in rules and (self._cycle(sig) or self._replay(call, sig)))
-                 or ("near_duplicate" in rules and self.tool_streak.get(tool, 0) >= cfg.max_near_duplicates
+                 or (self.tool_streak.get(tool, 0) >= cfg.max_near_duplicates and "near_duplicate" in rules
                      and self._near_duplicate(call))
-                 or ("no_progress" in rules and self.same_result[1] >= cfg.max_no_progress and self._no_progress()))
+                 or (self.same_result[1] >= cfg.max_no_progress and "no_progress" in rules and self._no_progress()))
         if not found:
             return None
         self._tripped = call.id
@@ -296,15 +305,20 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         args, call_id = call.arguments, call.id     # read once: an attribute of a pydantic model is slow to read
         pending = self._pending
         if pending is not None and pending[0] == call_id:
-            sig, target, skey, parts, offset = pending[1:]
+            sig, target, skey, parts, offset = pending[1]
         else:
             sig, target, skey, parts, offset = self._describe(call)
         self._pending = None
         self._sig, self._tool = sig, tool
         self._args = args
         tripped, self._tripped = self._tripped == call_id, None   # this call was already tripped on
-        rkey = result_hash(result, args)
         ok = result.ok
+        if ok:                              # result_hash(), written out (it runs on every result)
+            rkey = canon_result(result.data)
+            if len(rkey) > 40:
+                rkey = _digest(rkey)
+        else:
+            rkey = result_hash(result, args)
         kinds = self._kinds.get(tool)
         action, wait, reads = kinds if kinds is not None else self._kind(ctx, tool)
         if not wait and not action and not reads and waits_in(args):
@@ -351,7 +365,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             kind = _NORMAL
             if action:
                 pass
-            elif is_pending(data) or (st is not None and (pending_within(data, _sent_values(args)) or pending_form(data))):
+            elif ((type(data) is not dict or not _POLL_KEYS.isdisjoint(data)) and is_pending(data)) \
+                    or (st is not None and (pending_within(data, _sent_values(args)) or pending_form(data))):
                 # a poll is a repeat
                 if is_submitted(data, args):
                     action = True           # a message handed over for delivery ("queued"): sent, not polled
@@ -372,20 +387,27 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         past = walked = False
         capped = None
         reading = ok and not action and kind == _NORMAL
-        listing = self.series.get(skey) if ok and not action else None
-        state = page_state(data, args) if reading and (nothing or skey != sig) else 0
-        if state == 0 and reading and offset and skey != sig and offset_end(data, args):
-            state = 1                       # an offset at or past the total the answer reports
-        elif state <= 0 and reading and skey != sig and not nothing and self._sizes.get(tool, True) \
-                and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
-            state = 1                       # fewer items than the page size asked for, on a walk to another page:
+        listing = self.series.get(skey) if ok and not action and self.series else None
+        state = 0
+        if reading:
+            paged = skey != sig
+            if nothing or paged:
+                state = page_state(data, args)
+            if not paged:
+                if state == -2 and cursor_resent(data, args):
+                    state = 2               # the cursor sent where the API does not read it comes back
+            elif state == 0 and offset and offset_end(data, args):
+                state = 1                   # an offset at or past the total the answer reports
+            elif state <= 0 and not nothing and self._sizes.get(tool, True) \
+                    and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
+                state = 1                   # fewer items than the page size asked for, on a walk to another page:
                                             # the last page, whatever a has_more flag says
-        elif state == -2 and cursor_resent(data, args):
-            state = 2                       # the cursor sent where the API does not read it comes back
-        if reading and skey != sig and tool not in self._sizes:
-            self._sizes[tool] = asks_page_size(args)     # read once per tool (its paged calls name a size or not)
-            if len(self._sizes) > _MAX_KEYS:
-                _bound(self._sizes)
+            elif state == -2 and cursor_resent(data, args):
+                state = 2
+            if paged and tool not in self._sizes:
+                self._sizes[tool] = asks_page_size(args)     # read once per tool (its paged calls name a size or not)
+                if len(self._sizes) > _MAX_KEYS:
+                    _bound(self._sizes)
         if kind != _NORMAL:
             progress = False
         elif not ok:
@@ -434,10 +456,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 if len(listing) > 2:
                     listing[2] = 0
             prev = self.last.get(tool)
-            if prev is not None and prev[1] == rkey and not nothing and not walked \
-                    and only_shape_differs(prev[0], parts) and "near_duplicate" in cfg.rules and not tripped:
-                capped = self._capped(call)         # a bigger limit, the very same answer: there is no more
             if prev is not None and prev[1] == rkey and not walked:
+                if not nothing and only_shape_differs(prev[0], parts) and "near_duplicate" in cfg.rules \
+                        and not tripped:
+                    capped = self._capped(call)     # a bigger limit, the very same answer: there is no more
                 sig = self._learn_irrelevant(tool, sig, parts, rkey, data, index, nothing, target)
                 st = self.sigs.get(sig)
             else:
@@ -461,10 +483,13 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 self._created(tool, parts)
 
         self.count += 1
-        self.calls.append([sig, tool, tkey, rkey, progress, kind, index])
-        if rkey not in self.seen_results and not (ok and action):
+        calls = self.calls
+        calls.append([sig, tool, tkey, rkey, progress, kind, index])
+        seen_results = self.seen_results
+        known = seen_results.get(rkey, 0)   # calls in the window that got this result (before this one)
+        if not known and not (ok and action):
             self.novel += 1                 # news read (a receipt of an action, a fresh id, is not news)
-        self.seen_results[rkey] = self.seen_results.get(rkey, 0) + 1
+        seen_results[rkey] = known + 1
         if tkey:
             self.targets[tkey] = self.targets.get(tkey, 0) + 1
         # sig -> [result, calls in a row with it, kind, first index, progress count after it, last index,
@@ -489,7 +514,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             if progress:
                 self.tool_streak[tool] = 0
                 # a new error is progress for the tool (the last one was fixed), and the first of a run
-                self.same_result = ["", 0, False, ""] if ok else [rkey, 1, False, sig]
+                if not ok:
+                    self.same_result = [rkey, 1, False, sig]
+                elif self.same_result[1]:
+                    self.same_result = ["", 0, False, ""]    # (a count of 0 is this very list already)
             else:
                 self.tool_streak[tool] = self.tool_streak.get(tool, 0) + 1
                 run = self.same_result
@@ -499,8 +527,26 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                     run[3] = sig
                 else:
                     self.same_result = [rkey, 1, False, sig]
-        if len(self.calls) > cfg.window:
-            self._evict(self.calls.popleft())
+        if len(calls) > cfg.window:
+            # the oldest call leaves the window: its result, target and signature counts go down
+            gone = calls.popleft()
+            gone_r, gone_t = gone[_RESULT], gone[_TARGET]
+            left = seen_results[gone_r] - 1
+            if left:
+                seen_results[gone_r] = left
+            else:
+                del seen_results[gone_r]
+            if gone_t:
+                left = self.targets[gone_t] - 1
+                if left:
+                    self.targets[gone_t] = left
+                else:
+                    del self.targets[gone_t]
+            gone_st = self.sigs.get(gone[_SIG])
+            if gone_st is not None and gone[_INDEX] >= gone_st[3]:
+                gone_st[1] -= 1
+                if gone_st[1] <= 0:
+                    del self.sigs[gone[_SIG]]
         if not ok and result.executed:
             self.failed[tool] = [error_signature(result), index]
             if is_user_refusal(result) and sig not in self.refusals:
@@ -521,6 +567,32 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             self.retries.pop(tool, None)
         if tripped:
             return None
+        if not ok or kind != _NORMAL or st[1] >= 2 or past or fresh is not None or capped is not None:
+            found = self._after_rare(call, tool, sig, st, rkey, target, result, ok, kind, past, nothing, listing,
+                                     skey, parts, fresh, capped)
+            if found is not _GO_ON:
+                return found                # a verdict, or None: a check that applied and said nothing ends it too
+        elif self.err_runs:
+            self.err_runs.pop(tool, None)
+        if known and kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(calls) > 2:
+            # an answer that came back: it was in the window before this call
+            found = self._came_back(tool, sig, rkey, ok)
+            if found is not None:
+                return self._ladder(*found)
+        if reading and self.last.get(tool, _NO_LAST)[2] >= cfg.max_same_answer and "near_duplicate" in cfg.rules:
+            found = self._same_answer(call)
+            if found is not None:
+                return self._ladder(*found)
+        return None
+
+    def _after_rare(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str,
+                    result: ToolResultEvent, ok: bool, kind: str, past: bool, nothing: bool, listing: list | None,
+                    skey: str, parts: dict, fresh: Any, capped: Any) -> Any:
+        """The checks after a result that only a failure, a wait, a repeat, a page past the end,
+        a fresh id or a bigger page asked for can trip (a new call answered anew skips them).
+        Returns ``_GO_ON`` when none of them applied (the checks after them come next)."""
+        cfg = self.config
+        data = result.data
         if past and "past_end" in cfg.rules and len(self.calls) > 1 and self.calls[-2][_TOOL] == tool \
                 and (self.calls[-2][_RESULT] == rkey or (nothing and listing[1] > cfg.max_past_end)):
             # the second empty answer in a row from a listing that ended (one page past the end is forgiven),
@@ -551,16 +623,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             found = self._replayed(call, sig, st)
             if found is not None:
                 return self._ladder(*found)
-        if kind == _NORMAL and "cycle" in cfg.rules and (not ok or sig == skey) and len(self.calls) > 2:
-            found = self._came_back(tool, sig, rkey, ok)
-            if found is not None:
-                return self._ladder(*found)
-        if ok and kind == _NORMAL and not action and self.last.get(tool, (0, 0, 0))[2] >= cfg.max_same_answer \
-                and "near_duplicate" in cfg.rules:
-            found = self._same_answer(call)
-            if found is not None:
-                return self._ladder(*found)
-        return None
+        return _GO_ON
 
     # -- the ladder ----------------------------------------------------------------
     def _ladder(self, rule: str, key: str, message: str, numbers: dict, first: str = "hint") -> Intervention | None:
@@ -643,25 +706,6 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             kind = (action, is_wait_name(tool), not action and is_read_name(tool))
             self._kinds[tool] = kind
         return kind
-
-    def _evict(self, old: list) -> None:
-        rkey, tkey = old[_RESULT], old[_TARGET]
-        left = self.seen_results[rkey] - 1
-        if left:
-            self.seen_results[rkey] = left
-        else:
-            del self.seen_results[rkey]
-        if tkey:
-            left = self.targets[tkey] - 1
-            if left:
-                self.targets[tkey] = left
-            else:
-                del self.targets[tkey]
-        st = self.sigs.get(old[_SIG])
-        if st is not None and old[_INDEX] >= st[3]:
-            st[1] -= 1
-            if st[1] <= 0:
-                del self.sigs[old[_SIG]]
 
     def _agent_seconds(self, ctx: GuardContext) -> float:
         """The time the agent's own model spent on the wire so far (the recorded
