@@ -530,10 +530,6 @@ def test_a_copy_taken_while_another_process_finishes_a_run_is_one_moment_of_the_
     the run, events read after the run's row, unfaithful."""
     from tether.store.copy import copy_store
 
-    if backend == "postgresql":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "PostgresStore has no snapshot() yet (store/postgres.py: dump() reads each table on a connection "
-            "of its own): copy_store reads a snapshot wherever the source offers one")))
     src = open_store(store_url)
     src.create_run("r1")
     src.append_events("r1", [(0, {"type": "run_started", "text": "开始"})])

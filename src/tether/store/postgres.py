@@ -122,6 +122,7 @@ class PostgresStore:
         self._errors = psycopg.errors
         self._ready = False           # the schema was checked (on the first statement: see _reads)
         self._pipelines = psycopg.Pipeline.is_supported()
+        self._snap: Any = None        # the connection of an open snapshot(): dump() reads through it
         try:
             named = "application_name" in psycopg.conninfo.conninfo_to_dict(url)   # the URL's own name wins
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10,
@@ -571,14 +572,42 @@ class PostgresStore:
                 problems.append(f"table {table}: {' '.join(str(exc).split())[:200]}")
         return problems
 
+    @contextmanager
+    def snapshot(self) -> Iterator["PostgresStore"]:
+        """Reads by :meth:`dump` inside see the store as it was at one moment (one REPEATABLE READ,
+        read-only transaction on a connection of its own), whatever other processes write meanwhile:
+        a copy's source, read table after table."""
+        psycopg = _psycopg()
+        with self._lock, self._checked():
+            self._schema_checked()
+        with self._checked():
+            con = psycopg.connect(self.url, connect_timeout=10)
+        try:
+            con.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            con.read_only = True
+            con.execute("SELECT 1 FROM tether_schema").fetchall()     # the moment is the first statement
+            self._snap = con
+            yield self
+        finally:
+            self._snap = None
+            con.rollback()
+            con.close()
+
     def dump(self, table: str, batch: int = 1000) -> Iterator[list[tuple]]:
         psycopg = _psycopg()
         with self._lock, self._checked():
             self._schema_checked()               # (a read-only store that is not there is refused here)
+        sql = f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {KEYS[table]}"
+        if self._snap is not None:               # inside snapshot(): its transaction, its moment
+            with self._snap.cursor(name=f"tether_dump_{table}_{os.urandom(4).hex()}") as cur:
+                cur.execute(sql)
+                while rows := cur.fetchmany(batch):
+                    yield [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+            return
         con = psycopg.connect(self.url)          # a connection of its own: a server-side cursor needs a transaction
         try:
             with con.transaction(), con.cursor(name=f"tether_dump_{table}") as cur:
-                cur.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {KEYS[table]}")
+                cur.execute(sql)
                 while rows := cur.fetchmany(batch):
                     yield [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
         finally:
