@@ -61,6 +61,7 @@ def _console_class():
 
 
 def clean_console(**kwargs):
-    """A :class:`CleanConsole` (Rich markup off: data in brackets is text)."""
+    """A :class:`CleanConsole` (Rich markup and emoji codes off: data in brackets, or like ``:smile:``, is text)."""
     kwargs.setdefault("markup", False)
+    kwargs.setdefault("emoji", False)
     return _console_class()(**kwargs)

@@ -67,3 +67,19 @@ def test_runs_show_prints_each_event_as_its_model_reads(steady_store, messages):
         render_transcript(load_run(db, run_id), clean_console(file=by_model, width=80), messages=messages)
         assert shown.exit_code == 0
         assert "run_finished" in by_model.getvalue() and shown.output.endswith(by_model.getvalue()), run_id
+
+
+def test_a_runs_fields_print_as_text_never_markup_nor_emoji(tmp_path):
+    """A run's model, case and reason come from elsewhere (an import, another tether): brackets and
+    emoji codes in them print as they are written."""
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    res = CliRunner().invoke(app, ["run", "C4-LD-01", "--run-id", "h", "--store", str(db)])
+    assert res.exit_code == 0, res.output
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE runs SET model=?, reason=? WHERE run_id='h'", ("[bold]m[/bold] :smile:", ":rocket: [red]r"))
+    res = CliRunner().invoke(app, ["runs", "show", "h", "--store", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "[bold]m[/bold] :smile:" in res.output and ":rocket: [red]r" in res.output, res.output
+    assert "😄" not in res.output and "🚀" not in res.output
