@@ -697,6 +697,10 @@ def test_a_vacuum_does_not_wait_for_a_long_reader_to_finish(tmp_path):
     db = tmp_path / "s.db"
     crowd = Crowd(tmp_path, str(db), forked=True)
     _one(crowd, "seed", "run", "C4-LD-01", "--model", "policy:steady", "--run-id", "seed", "--store", str(db))
+    big = open_store(db)                 # a few MiB, so that the log the reader keeps is worth saying
+    big.create_run("big")
+    big.append_events("big", [(i, {"type": "run_started", "text": f"{i} " + "长文本" * 20_000}) for i in range(8)])
+    big.close()
     reader = subprocess.Popen([sys.executable, "-c", _HOLD_READ, str(db)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -705,6 +709,8 @@ def test_a_vacuum_does_not_wait_for_a_long_reader_to_finish(tmp_path):
                                 env=crowd.env, capture_output=True, text=True, timeout=300)
         assert reader.poll() is None, "the reader is still in its transaction"
         assert vacuum.returncode == 0 and "vacuumed" in vacuum.stdout, vacuum.stdout + vacuum.stderr
+        # the log the reader keeps is said apart, not a total that looks as if the store grew
+        assert "write-ahead log another process's open read keeps" in vacuum.stdout, vacuum.stdout
     finally:
         reader.communicate("done\n", timeout=60)
     assert reader.returncode == 0

@@ -133,8 +133,13 @@ def vacuum_command(path: StoreArg = None, store: StoreOpt = None) -> None:
         db = open_store(where)
         before = db.info()["size"]
         db.vacuum()
-        after = db.info()["size"]
-    console.print(f"vacuumed {db.where}: {_size(before)} -> {_size(after)}", highlight=False, soft_wrap=True)
+        now = db.info()
+        after, wal = now["size"], now.get("wal") or 0
+    # the sizes count the file and its write-ahead log; a log another process's read kept from being
+    # emptied holds the rewritten store a second time until that read ends: said, not hidden in the total
+    kept = (f" ({_size(wal)} of it a write-ahead log another process's open read keeps; it is given back when "
+            "that read ends)") if wal > 1024 * 1024 else ""
+    console.print(f"vacuumed {db.where}: {_size(before)} -> {_size(after)}{kept}", highlight=False, soft_wrap=True)
 
 
 @app.command("copy", help="Copy a whole store into an empty one, either way between SQLite and PostgreSQL: every "

@@ -665,13 +665,14 @@ class SQLiteStore:
 
     def info(self) -> dict:
         """Size (the file and its WAL), runs, evals, oldest and newest run."""
-        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
-                   if str(self.path) != ":memory:" and p.exists())
+        sizes = [p.stat().st_size if str(self.path) != ":memory:" and p.exists() else 0
+                 for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))]
+        size = sum(sizes)
         runs, oldest, newest = self._rows("SELECT COUNT(*), MIN(created), MAX(created) FROM runs")[0]
         evals = self._rows("SELECT COUNT(*) FROM evals")[0][0]
         schema = self._rows("PRAGMA user_version")[0][0]          # the store's own (a read-only older one stays so)
         return {"backend": self.backend, "where": self.where, "size": size, "runs": runs, "evals": evals,
-                "oldest": oldest, "newest": newest, "schema": schema}
+                "oldest": oldest, "newest": newest, "schema": schema, "wal": sizes[1]}
 
     def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
         """Delete the runs created before ``older_than`` (a UNIX time) with all their rows, except
