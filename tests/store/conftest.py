@@ -6,6 +6,8 @@ half skips, saying so; in CI (CI=true) it fails instead."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -85,3 +87,16 @@ def store(store_url):
     s = open_store(store_url)
     yield s
     s.close()
+
+
+@pytest.fixture
+def still_holds():
+    """``still_holds(db)``: another process tries to switch the store at ``db`` out of WAL, which needs
+    every other process to have let go of the file: it must fail while this process holds the store."""
+    def check(db) -> None:
+        other = subprocess.run(
+            [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0); "
+             "print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])", str(db)],
+            capture_output=True, text=True, timeout=60, check=False)
+        assert "locked" in other.stderr or other.stdout.strip() == "wal", (other.stdout, other.stderr)
+    return check
