@@ -32,14 +32,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+from .._held_files import _held, held, hold, release  # noqa: F401  (the store's open path and its readers)
 from ..errors import UsageError
 
 HEADER = b"SQLite format 3\x00"
 # the stores this process opened last, for error messages that lack a name (bounded: a long-lived
 # process, a service that opens a store per request, keeps no list of every store it ever opened)
 LAST_OPENED: collections.deque[Path] = collections.deque(maxlen=8)
-
-from .._held_files import _held, held, hold, release  # noqa: F401  (the store's open path and its readers)
 
 
 class StoreError(UsageError):
@@ -161,11 +160,7 @@ def header_check(path: Path, *, attempts: int = 3) -> None:
             raise StoreError(f"store {path} is damaged (its header names page size {page_size}); {recovery(path)}")
         pages = int.from_bytes(header[28:32], "big")
         valid = header[24:28] == header[92:96]          # the in-header page count is current
-        wal = Path(f"{path}-wal")
-        try:
-            in_wal = wal.exists() and wal.stat().st_size > 0
-        except OSError:                                 # removed between the two calls: a checkpoint ended
-            in_wal = False
+        in_wal = _in_wal(path)                          # (gone meanwhile: a checkpoint ended)
         try:
             size = path.stat().st_size
         except OSError as exc:

@@ -598,18 +598,20 @@ class PostgresStore:
         with self._lock, self._checked():
             self._schema_checked()               # (a read-only store that is not there is refused here)
         sql = f"SELECT {', '.join(TABLES[table])} FROM {table} ORDER BY {KEYS[table]}"
-        if self._snap is not None:               # inside snapshot(): its transaction, its moment
-            with self._snap.cursor(name=f"tether_dump_{table}_{os.urandom(4).hex()}") as cur:
+
+        def rows_of(con: Any) -> Iterator[list[tuple]]:
+            with con.cursor(name=f"tether_dump_{table}_{os.urandom(4).hex()}") as cur:   # server-side, batched
                 cur.execute(sql)
                 while rows := cur.fetchmany(batch):
                     yield [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+
+        if self._snap is not None:               # inside snapshot(): its transaction, its moment
+            yield from rows_of(self._snap)
             return
         con = psycopg.connect(self.url)          # a connection of its own: a server-side cursor needs a transaction
         try:
-            with con.transaction(), con.cursor(name=f"tether_dump_{table}") as cur:
-                cur.execute(sql)
-                while rows := cur.fetchmany(batch):
-                    yield [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+            with con.transaction():
+                yield from rows_of(con)
         finally:
             con.close()
 

@@ -177,8 +177,10 @@ def _wal(db: sqlite3.Connection, wait_s: float = WAIT_FOR_LOCK_S) -> None:
             db.execute("PRAGMA journal_mode=WAL").fetchall()
             return
         except sqlite3.OperationalError as exc:
+            from .opening import SQLITE_BUSY, SQLITE_LOCKED
+
             code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-            if code not in (5, 6) or time.monotonic() >= deadline:     # SQLITE_BUSY, SQLITE_LOCKED
+            if code not in (SQLITE_BUSY, SQLITE_LOCKED) or time.monotonic() >= deadline:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
