@@ -130,3 +130,11 @@ def test_a_resume_of_an_eval_another_process_is_running_is_refused_naming_it(tmp
     res = runner.invoke(app, ["eval", "--resume", ev["eval_id"], "--store", str(db), "-q"])
     assert res.exit_code == 0, res.output
     assert SQLiteStore(db).lease(f"eval:{ev['eval_id']}") is None      # released when the eval ended
+
+
+def test_a_resume_in_a_store_that_is_not_there_says_so_and_makes_none(tmp_path):
+    db = tmp_path / "none" / "s.db"
+    res = runner.invoke(app, ["eval", "--resume", "ev-20261201-abcdef", "--store", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "no eval 'ev-20261201-abcdef'" in res.output and "there is no store there" in res.output, res.output
+    assert not db.exists() and not db.parent.exists()

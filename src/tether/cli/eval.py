@@ -117,6 +117,10 @@ def eval_command(
     with user_errors():
         from ..report.otel import enable_live
         enable_live(otel)              # --otel / TETHER_OTEL=1: spans exported live, flushed at exit
+        if resume:
+            from ..evals.resume import a_store_to_resume_in
+
+            a_store_to_resume_in(store, resume)
         db, store_label = open_store(store)
         if resume:
             from ..evals.resume import stored_eval

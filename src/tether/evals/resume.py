@@ -110,3 +110,15 @@ def _user_state(store: Any, run_id: str) -> dict:
     cp = store.latest_checkpoint(run_id)
     user = (cp or {}).get("state", {}).get("user") if cp else None
     return user if isinstance(user, dict) else {}
+
+
+def a_store_to_resume_in(where: Any, eval_id: str | None) -> None:
+    """A resume names an eval in a store that is there: where there is none it says so and makes none."""
+    from ..store import open_store as open_any
+    from ..store.opening import NoStore
+
+    try:
+        open_any(where, read_only=True).close()
+    except NoStore as none:
+        raise UsageError(f"no eval {eval_id!r} in {none.path}: there is no store there (tether eval prints the "
+                         "id when it starts); pass the store it was written to (--store PATH)") from None

@@ -38,7 +38,7 @@ from .results import ModelRunResult, Results, TrialResult
 from .simulator import PersonaUser, make_user
 from .executors import EvalPlan, Subject, TrialJob, make_executor
 from ._lease import eval_lease
-from .resume import ResumePlan, resume_plan
+from .resume import ResumePlan, a_store_to_resume_in, resume_plan
 from .world import case_toolset
 
 REFERENCE_SYSTEM_PROMPT = (
@@ -248,6 +248,8 @@ async def run_suite(cases: Sequence[Case], models: Sequence[str | Model] = (), c
         s.factory()                     # resolve every subject before anything is stored
     probes = await _probe_subjects(subjects)    # a model that cannot see tool results stops the eval here
     executor = make_executor(config.executor, ray_address=config.ray_address)
+    if config.resume and (config.store is None or isinstance(config.store, (str, Path))):
+        a_store_to_resume_in(config.store, config.eval_id)
     store, store_label = open_store(config.store)
     eval_id = config.eval_id or new_eval_id()
     record = _eval_record(subjects, cases, config)
