@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validator for round-7 writer L items (stdlib only). Usage: python3 check_l.py"""
 import json, os, sys, collections
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "l")
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "l7")
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 bad = 0
 counts = collections.Counter()

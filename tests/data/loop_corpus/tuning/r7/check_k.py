@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validator for round-7 writer K items (stdlib only)."""
 import json, os, sys, collections
-D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "k")
+D = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "k7")
 KEYS = {"id", "family", "label", "source", "task", "actions", "final", "why"}
 bad = 0; counts = collections.Counter(); zh = 0; urls = set(); ids = set()
 def fail(f, m):
