@@ -25,7 +25,11 @@ Three sets, printed apart:
 * **authors' corpus**: the 85 items of ``tests/data/loop_corpus/corpus.py``,
   written by the same people as the rules (kept as a regression set).
 
-A file named ``second_reader.json`` holds a second reader's labels, not an item.
+A file named ``second_reader*.json`` holds a second reader's labels, not an item. Where a set has one, the
+stack's table gets a line more: the reader's own labels scored as a detector by the same measure (a loop
+caught when the reader's intervention point is at or before the writer's ``trip_by``; an ok item the reader
+called a loop counts as a hint). It is the agreement of two people on the same items, with hindsight: the
+ceiling a measure by one writer's ``trip_by`` can be expected to reach.
 
 Each item is converted to a tether trajectory (the events ``tether
 guard-check`` reads: model request and decision, tool call and result, or a
@@ -319,6 +323,53 @@ def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
     }
 
 
+# -- a second reader, as a detector -------------------------------------------------
+def reader_labels(folders: Iterable[Path]) -> dict[str, dict]:
+    """A second reader's labels by item id, from every ``second_reader*.json`` (not its ``*_items.json`` map)
+    under the corpus each folder belongs to (the folder above its ``tuning`` / ``heldout``, else the folder's
+    own parent): a round's reader file sits beside its items or in a notes folder next to them."""
+    def corpus_root(folder: Path) -> Path:
+        folder = Path(folder).resolve()
+        return next((p.parent for p in (folder, *folder.parents) if p.name in HALVES), folder.parent)
+
+    roots = {corpus_root(f) for f in folders}
+    files = sorted({f.resolve() for r in roots if r.is_dir() for f in r.rglob("second_reader*.json")
+                    if not f.name.endswith("_items.json")})
+    out: dict[str, dict] = {}
+    for f in files:
+        if f.stat().st_size > MAX_FILE_BYTES:
+            raise _fail(str(f), f"larger than {MAX_FILE_BYTES} bytes")
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _fail(str(f), f"not JSON ({exc})") from None
+        if isinstance(data, dict):
+            out |= {k: v for k, v in data.items() if isinstance(v, dict) and v.get("label") in ("loop", "ok")}
+    return out
+
+
+def reader_measure(corpus: list[Item], labels: dict[str, dict]) -> dict | None:
+    """The second reader's own labels scored as if they were a detector, by the same measure as the stack:
+    a loop caught when the reader called it a loop with an intervention point at or before the writer's
+    ``trip_by``; an ok item the reader called a loop counts as a hint. Only items the reader labelled;
+    None when there are none. The reader saw each whole trajectory (hindsight a live guard has not)."""
+    read = [i for i in corpus if i.id in labels]
+    if not read:
+        return None
+
+    def point(i: Item) -> int | None:
+        r = labels[i.id]
+        t = r.get("trip_by")
+        return t if r["label"] == "loop" and isinstance(t, int) and not isinstance(t, bool) else None
+
+    loops = [i for i in read if i.label == "loop"]
+    oks = [i for i in read if i.label == "ok"]
+    caught = [i for i in loops if point(i) is not None and point(i) <= i.trip_by]
+    return {"loops": len(loops), "oks": len(oks), "caught": len(caught), "read": len(read),
+            "hints": [i.id for i in oks if labels[i.id]["label"] == "loop"], "blocks": [], "stops": [],
+            "median": statistics.median(point(i) for i in caught) if caught else None}
+
+
 def passes(m: dict) -> bool:
     """The floor: recall >= 95%, hints on ok <= 2%, no block and no stop on ok."""
     return (m["loops"] == 0 or m["caught"] / m["loops"] >= 0.95) and \
@@ -345,17 +396,18 @@ def _row(name: str, r: dict) -> str:
 
 def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, items: bool = False,
            rules: bool = False, sealed: bool = False, by_folder: bool = False,
-           extra: Sequence[tuple[str, list[Item]]] = ()) -> dict:
+           extra: Sequence[tuple[str, list[Item]]] = (), readers: dict[str, dict] | None = None) -> dict:
     """Print one set: the stack's line (a line per sub-folder with ``by_folder``,
-    a line per ``extra`` pool), each rule alone with ``rules``, the per-family
+    a line per ``extra`` pool, the line of a second reader's labels scored the same way when ``readers`` has
+    some), each rule alone with ``rules``, the per-family
     table, and, unless ``sealed``, the ids of the misses and false alarms."""
     m = measure(corpus, make)
     print(f"## {title}: {len(corpus)} items ({m['loops']} loop, {m['oks']} ok)\n")
     print("| stack | recall (by trip_by) | ok with a hint | ok with a block | ok with a stop | median action caught | floor |")
     print("|---|---:|---:|---:|---:|---:|---|")
     print(_row("reference stack (on)", m))
+    groups: dict[str, list[Item]] = defaultdict(list)
     if by_folder:
-        groups: dict[str, list[Item]] = defaultdict(list)
         for it in corpus:
             groups[it.folder].append(it)
         if len(groups) > 1:
@@ -363,6 +415,18 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
                 print(_row(f"  {name}/ ({len(group)} items)", measure(group, make)))
     for name, pool in extra:
         print(_row(f"  {name} ({len(pool)} items)", measure(pool, make)))
+    if readers:
+        human = reader_measure(corpus, readers)
+        if human:
+            print(_row(f"a second reader's labels, as a detector ({human['read']} items read; hindsight)", human))
+            per = {name: reader_measure(group, readers) for name, group in sorted(groups.items())}
+            if len(per) > 1 and any(per.values()):
+                print("\n| folder | the stack's recall | the second reader's recall (as a detector) |")
+                print("|---|---:|---:|")
+                for name, r in per.items():
+                    if r:
+                        st = measure(groups[name], make)
+                        print(f"| {name}/ | {_pct(st['caught'], st['loops'])} | {_pct(r['caught'], r['loops'])} |")
     if rules:
         for r in RULES:
             print(_row(f"loop: {r} alone", measure(corpus, rule_alone(r))))
@@ -463,7 +527,7 @@ def main(argv: list[str]) -> int:
             if corpus:
                 pools = [("tuning pool + authors' corpus", corpus + authors_items())]
                 ok &= passes(report("tuning (written blind; tuned on)", corpus, make, items=a.items,
-                                    rules=a.rules, by_folder=True, extra=pools))
+                                    rules=a.rules, by_folder=True, extra=pools, readers=reader_labels(folders)))
             else:
                 print("## tuning: no items\n")
         if a.half in ("heldout", "all"):
@@ -471,7 +535,8 @@ def main(argv: list[str]) -> int:
             if corpus:
                 sealed = not a.show_sealed_ids
                 ok &= passes(report("held-out (written blind, sealed)", corpus, make,
-                                    items=a.items and not sealed, rules=a.rules, sealed=sealed))
+                                    items=a.items and not sealed, rules=a.rules, sealed=sealed,
+                                    readers=reader_labels(folders)))
             else:
                 print("## held-out: no items (sealed material goes under tests/data/loop_corpus/heldout/); "
                       "skipped\n")
