@@ -431,3 +431,30 @@ def test_store_info_reports_the_stores_own_schema_version(filled, backend):
         assert info.exit_code == 0 and json.loads(info.stdout)["schema"] == 1, info.output
         open_store(filled).create_run("upgrader", model="m")                  # a writer upgrades it
         assert json.loads(invoke("store", "info", filled, "--format", "json").stdout)["schema"] == mine
+
+
+def test_a_sqlite_prune_lets_other_writers_in_between_its_batches(sqlite_filled, monkeypatch):
+    """`tether store prune` deletes in transactions of PRUNE_BATCH runs: between two, another process
+    writes without waiting (a gateway recording a conversation used to wait out the whole prune), and a
+    run that became running meanwhile (a paused run resumed) is kept."""
+    from tether.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "PRUNE_BATCH", 2)
+    other = sqlite3.connect(sqlite_filled, timeout=0, isolation_level=None)
+    order = [r[0] for r in other.execute("SELECT run_id FROM runs ORDER BY created, run_id")]
+    seen = []
+
+    def progress(done: int, total: int) -> None:
+        if not seen:       # after the first batch: the lock is free, and the last run starts running
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", (order[-1],))
+            other.execute("COMMIT")
+        seen.append((done, total))
+
+    db = open_store(sqlite_filled)
+    done = db.prune(time.time() + 60, progress=progress)
+    assert seen == [(2, 5), (4, 5), (5, 5)]
+    assert done == {"runs": 4, "evals": 0}
+    assert [r["run_id"] for r in db.list_runs(10)] == [order[-1]]
+    other.close()
+    db.close()

@@ -96,8 +96,9 @@ def check_command(path: StoreArg = None, store: StoreOpt = None) -> None:
 
 @app.command("prune", help="Delete the runs older than an age, with their events, checkpoints, ledger and "
                            "approvals; then the evals older than it with no run left. Runs still running, and "
-                           "the trials of evals matching --keep-evals, are kept. `tether store vacuum` then gives "
-                           "the space back.\n\n"
+                           "the trials of evals matching --keep-evals, are kept. A SQLite store is pruned in transactions "
+                           "of 500 runs, so other processes go on writing meanwhile; stopped half way, pruning again "
+                           "finishes. `tether store vacuum` then gives the space back.\n\n"
                            "Examples:\n\n  tether store prune --older-than 90d\n\n"
                            "  tether store prune --older-than 2026-01-01 --keep-evals 'e-2025*' --keep-evals e-base")
 def prune_command(
@@ -114,11 +115,46 @@ def prune_command(
         where = _which(path, store)
         _an_existing_store(where, "prune")       # upkeep: never makes a store where there was none
         db = open_store(where)
-        done = db.prune(cutoff, tuple(keep_evals or ()))
+        done = _prune_with_progress(db, cutoff, tuple(keep_evals or ()))
         left = db.info()
     console.print(f"pruned {done['runs']} run(s) and {done['evals']} eval(s) created before {_when(cutoff)} from "
                   f"{db.where}; {left['runs']} run(s) left (tether store vacuum gives the space back)",
                   highlight=False, soft_wrap=True)
+
+
+def _prune_with_progress(db, cutoff: float, keep_evals: tuple[str, ...]) -> dict:
+    """The prune, with a bar on a terminal (a year of runs: a minute or more; gone when it ends, leaving
+    the one line that says what was pruned). Interrupted, it says how far it got: the runs deleted are
+    gone whole, the rest all there, and pruning again finishes."""
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    so_far = [0, 0]
+
+    def note(done: int, total: int) -> None:
+        so_far[:] = [done, total]
+
+    try:
+        if not console.is_terminal:         # a pipe or a log: only the closing line
+            return db.prune(cutoff, keep_evals, progress=note)
+        with Progress(TextColumn("pruning runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:
+            task = None
+
+            def tick(done: int, total: int) -> None:
+                nonlocal task
+                note(done, total)
+                if task is None:
+                    task = bar.add_task("prune", total=total)
+                bar.update(task, completed=done)
+
+            return db.prune(cutoff, keep_evals, progress=tick)
+    except KeyboardInterrupt:
+        print(f"interrupted: {so_far[0]} of the runs to prune were deleted, whole"
+              + (f" (of {so_far[1]})" if so_far[1] else "") + "; the others are all there: prune again to finish",
+              file=sys.stderr)
+        raise typer.Exit(130) from None
 
 
 @app.command("vacuum", help="Rewrite the store compactly, giving the space of deleted rows back (SQLite VACUUM; "

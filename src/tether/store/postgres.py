@@ -538,7 +538,10 @@ class PostgresStore:
         return {"backend": self.backend, "where": self.where, "size": int(size), "runs": int(runs),
                 "evals": int(evals), "oldest": oldest, "newest": newest, "schema": _newest(versions)}   # the store's
 
-    def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
+    def prune(self, older_than: float, keep_evals: tuple[str, ...] = (), *,
+              progress: Callable[[int, int], None] | None = None) -> dict:
+        """As :meth:`SQLiteStore.prune`, in one transaction: PostgreSQL's row locks let other processes
+        go on writing their runs meanwhile (SQLite's single writer is why it deletes in batches)."""
         keep, params = keep_clause("postgresql", keep_evals)
         with self._tx("prune") as db:
             db.execute("CREATE TEMP TABLE pruned (run_id TEXT PRIMARY KEY) ON COMMIT DROP")
@@ -551,6 +554,8 @@ class PostgresStore:
                                   "NOT EXISTS (SELECT 1 FROM runs WHERE runs.eval_id = evals.eval_id)"),
                                (older_than, *params)).rowcount
         self._chains.clear()
+        if progress:
+            progress(runs, runs)
         return {"runs": runs, "evals": evals}
 
     def vacuum(self) -> None:

@@ -159,6 +159,9 @@ def default_store_path() -> Path:
 # of seconds on a store of a year of runs, more on a busy machine): a write waits for them, as the
 # gateways do (gateway/_writer.py), and is told the store is busy only past this.
 WAIT_FOR_LOCK_S = 600.0
+# Runs deleted per transaction by `store prune` (a fraction of a second of the write lock each; under
+# SQLite's 999 bound parameters of old builds).
+PRUNE_BATCH = 500
 CHECKPOINT_WAIT_S = 10.0     # how long `store vacuum` waits for readers to let its WAL be emptied
 # The write-ahead log grows while another process holds a long read (a store copy, a vacuum meeting a
 # reader); once it has been copied back it is cut to this size, not kept at its largest for as long as
@@ -676,27 +679,52 @@ class SQLiteStore:
         return {"backend": self.backend, "where": self.where, "size": size, "runs": runs, "evals": evals,
                 "oldest": oldest, "newest": newest, "schema": schema, "wal": sizes[1]}
 
-    def prune(self, older_than: float, keep_evals: tuple[str, ...] = ()) -> dict:
+    def prune(self, older_than: float, keep_evals: tuple[str, ...] = (), *,
+              progress: Callable[[int, int], None] | None = None) -> dict:
         """Delete the runs created before ``older_than`` (a UNIX time) with all their rows, except
         runs still running and the trials of evals matching ``keep_evals`` (globs); then the evals
-        created before it that have no run left. One transaction."""
+        created before it that have no run left.
+
+        In transactions of ``PRUNE_BATCH`` runs, oldest first: SQLite has one writer at a time, and a
+        year of runs deleted in one transaction held every other writer (a gateway recording a
+        conversation, an eval) for tens of seconds. Each batch checks its runs again under the lock
+        (a paused run resumed meanwhile is running, and kept). Stopped half way, the runs deleted are
+        gone whole and the rest are all there: pruning again finishes. ``progress(done, total)`` after
+        each batch."""
         from .queries import RUN_TABLES, keep_clause
 
         keep, params = keep_clause("sqlite", keep_evals)
+        where = f"created < ? AND status != 'running' AND NOT {keep}"
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(f"SELECT run_id FROM runs WHERE {where} ORDER BY created, run_id",
+                                                  (older_than, *params))]
+        runs = 0
+        for start in range(0, len(ids), PRUNE_BATCH):
+            batch = ids[start:start + PRUNE_BATCH]
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.execute("DROP TABLE IF EXISTS temp.pruned")
+                    self._db.execute("CREATE TEMP TABLE pruned (run_id TEXT PRIMARY KEY)")
+                    self._db.execute(f"INSERT INTO pruned SELECT run_id FROM runs WHERE {where} AND run_id IN "
+                                     f"({', '.join('?' * len(batch))})", (older_than, *params, *batch))
+                    for table in RUN_TABLES:
+                        self._db.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM pruned)")
+                    runs += self._db.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM pruned)").rowcount
+                    self._db.execute("DROP TABLE temp.pruned")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            self._chains.clear()
+            if progress:
+                progress(min(start + PRUNE_BATCH, len(ids)), len(ids))
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("DROP TABLE IF EXISTS temp.pruned")
-                self._db.execute("CREATE TEMP TABLE pruned (run_id TEXT PRIMARY KEY)")
-                self._db.execute("INSERT INTO pruned SELECT run_id FROM runs WHERE created < ? AND status != 'running' "
-                                 f"AND NOT {keep}", (older_than, *params))
-                for table in RUN_TABLES:
-                    self._db.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM pruned)")
-                runs = self._db.execute("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM pruned)").rowcount
                 evals = self._db.execute(
                     f"DELETE FROM evals WHERE created < ? AND status != 'running' AND NOT {keep} AND NOT EXISTS "
                     "(SELECT 1 FROM runs WHERE runs.eval_id = evals.eval_id)", (older_than, *params)).rowcount
-                self._db.execute("DROP TABLE temp.pruned")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
