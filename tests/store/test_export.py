@@ -95,3 +95,28 @@ def test_load_trace_or_run_takes_a_file_or_a_run_id(tmp_path):
         load_trace_or_run(str(tmp_path / "missing.jsonl"))
     with pytest.raises(UsageError, match="no store at"):
         load_trace_or_run("v1-run", tmp_path / "absent.db")
+
+
+def test_an_import_stopped_half_way_leaves_nothing_and_a_second_import_makes_the_run(store_url, monkeypatch):
+    """`tether runs import` is one transaction: stopped after the run's row and events were written but
+    before its end (Ctrl-C, a killed CI job), nothing of it is there, and importing again makes it whole.
+    It used to leave a run "running" for ever, which every later import took for a run still being
+    written ("try again once it has finished")."""
+    from tether.store import facts, open_store
+
+    store = open_store(store_url)
+    real = facts.run_facts
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(facts, "run_facts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        import_run(store, v1_text())
+    assert store.get_run("v1-run") is None and store.events("v1-run") == []
+    monkeypatch.setattr(facts, "run_facts", real)
+    assert import_run(store, v1_text()) == ("v1-run", True)
+    row = store.get_run("v1-run")
+    assert row["status"] == "completed" and row["digest"] == read_trace(v1_text()).digest()
+    assert len(store.events("v1-run")) == len(V1_TRACE)
+    store.close()

@@ -119,19 +119,22 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
     existing = store.get_run(started.run_id)
     if existing is None:
         check_joins_no_eval(store, started, path)
+        # one transaction: an import killed half way leaves nothing, not a run "running" for ever that
+        # every later import of it would take for a run still being written
+        end = None if finished is None else {"status": str(finished.status), "reply": finished.reply,
+                                             "reason": finished.reason, "digest": digest,
+                                             "error_kind": finished.error_kind}
         try:
-            store.create_run(started.run_id, model=started.model, case_id=started.case_id, meta=started.meta,
-                             kind=started.kind, eval_id=started.eval_id, trial=started.trial, guards=started.guards)
+            store.add_whole_run(started.run_id, {"model": started.model, "case_id": started.case_id,
+                                                 "meta": started.meta, "kind": started.kind,
+                                                 "eval_id": started.eval_id, "trial": started.trial,
+                                                 "guards": started.guards},
+                                [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)], end)
         except UsageError:          # made meanwhile: by another process importing it too (CI jobs, one store)
             existing = store.get_run(started.run_id)
             if existing is None:
                 raise
         else:
-            store.append_events(started.run_id,
-                                [(i, e.model_dump(mode="json")) for i, e in enumerate(trajectory.events)])
-            if finished is not None:
-                store.finish_run(started.run_id, str(finished.status), finished.reply, finished.reason,
-                                 digest=digest, error_kind=finished.error_kind)
             return started.run_id, True
     if finished is not None and not existing.get("digest"):
         existing = _written(store, started.run_id, existing)

@@ -273,6 +273,34 @@ class PostgresStore:
     def mark_running(self, run_id: str) -> None:
         self._change("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
 
+    def add_whole_run(self, run_id: str, run: dict, events: list[tuple[int, dict]], end: dict | None) -> None:
+        """As :meth:`SQLiteStore.add_whole_run`: the row, the events and the end in one transaction."""
+        from .facts import COLUMNS, row_values, run_facts
+
+        now = time.time()
+        chunk = _chunk(run_id, events) if events else None
+        try:
+            with self._tx("events:" + run_id) as db:
+                db.execute(pg("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, "
+                              "eval_id, trial, guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
+                           (run_id, now, now, "running", run.get("model", ""), run.get("case_id"),
+                            _json(run.get("meta") or {}), run.get("kind", "run"), run.get("eval_id"),
+                            run.get("trial", 0), run.get("guards", "off")))
+                if chunk:
+                    db.execute(_INSERT_CHUNK, (*chunk, run_id, chunk[1]))
+                if end is not None:
+                    stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
+                    facts = row_values(run_facts({"status": end["status"]}, stored))
+                    db.execute(pg("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
+                                  + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?"),
+                               (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
+                                end.get("digest"), end.get("error_kind"), *facts, run_id))
+        except self._errors.UniqueViolation:
+            from ..errors import UsageError
+
+            raise UsageError(f"run id {run_id!r} is already in {self.where}; a run is never overwritten: "
+                             "choose another id") from None
+
     def get_run(self, run_id: str) -> dict | None:
         rows = self._d(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
         if not rows:

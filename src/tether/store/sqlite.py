@@ -322,6 +322,45 @@ class SQLiteStore:
     def mark_running(self, run_id: str) -> None:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
 
+    def add_whole_run(self, run_id: str, run: dict, events: list[tuple[int, dict]], end: dict | None) -> None:
+        """A whole run from elsewhere (``tether runs import``) in one transaction: its row (``run``:
+        :meth:`create_run`'s keywords), its events and, when it ended, its end (``end``:
+        :meth:`finish_run`'s status, reply, reason, digest, error_kind). Killed half way, none of it is
+        there, so importing again starts clean; UsageError when the id is taken."""
+        from .facts import COLUMNS, row_values, run_facts
+
+        now = time.time()
+        chunk = _chunk(run_id, events) if events else None
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                try:
+                    self._db.execute(
+                        "INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, "
+                        "trial, guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        (run_id, now, now, "running", run.get("model", ""), run.get("case_id"),
+                         _json(run.get("meta") or {}), run.get("kind", "run"), run.get("eval_id"),
+                         run.get("trial", 0), run.get("guards", "off")))
+                except sqlite3.IntegrityError:
+                    from ..errors import UsageError
+
+                    raise UsageError(f"run id {run_id!r} is already in {self.path}; a run is never overwritten: "
+                                     "choose another id") from None
+                if chunk:
+                    self._db.execute(_INSERT_CHUNK, chunk)
+                if end is not None:
+                    stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
+                    facts = row_values(run_facts({"status": end["status"]}, stored))
+                    self._db.execute("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
+                                     + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?",
+                                     (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
+                                      end.get("digest"), end.get("error_kind"), *facts, run_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
+                    self._db.execute("ROLLBACK")
+                raise
+
     def get_run(self, run_id: str) -> dict | None:
         rows = self._rows(_SELECT_RUNS + " WHERE run_id=?", (run_id,))
         if not rows:
