@@ -25,8 +25,9 @@ Three sets, printed apart:
 * **authors' corpus**: the 85 items of ``tests/data/loop_corpus/corpus.py``,
   written by the same people as the rules (kept as a regression set).
 
-A file named ``second_reader*.json`` holds a second reader's labels, not an item. Where a set has one, the
-stack's table gets a line more: the reader's own labels scored as a detector by the same measure (a loop
+A file named ``second_reader*.json`` (``third_reader*.json``) holds a second (third) reader's labels, not an
+item. Where a set has one, the stack's table gets a line more: the reader's own labels scored as a detector by
+the same measure (a loop
 caught when the reader's intervention point is at or before the writer's ``trip_by``; an ok item the reader
 called a loop counts as a hint). It is the agreement of two people on the same items, with hindsight: the
 ceiling a measure by one writer's ``trip_by`` can be expected to reach.
@@ -84,6 +85,7 @@ CORPUS_ROOT = ROOT / "tests" / "data" / "loop_corpus"
 HALVES = ("tuning", "heldout")
 SEALED = frozenset({"heldout"})           # halves whose item ids are never printed by default
 NOT_ITEMS = frozenset({"second_reader.json"})   # readers' labels kept beside the items
+READERS = ("second_reader", "third_reader")      # file name prefixes of other readers' labels, in order
 MAX_FILE_BYTES = 4_000_000
 MAX_ACTIONS = 5_000
 # The items carry no timing; they are runs of LLM agents, so each model turn is
@@ -125,8 +127,8 @@ def corpus_files(folders: Iterable[Path], half: str | None = None) -> list[Path]
 
 
 def is_not_item(path: Path) -> bool:
-    """Readers' labels and their maps kept beside the items (second_reader*.json)."""
-    return path.name in NOT_ITEMS or path.name.startswith("second_reader")
+    """Readers' labels and their maps kept beside the items (second_reader*.json, third_reader*.json)."""
+    return path.name in NOT_ITEMS or path.name.startswith(READERS)
 
 
 def folder_of(path: Path) -> str:
@@ -324,16 +326,16 @@ def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
 
 
 # -- a second reader, as a detector -------------------------------------------------
-def reader_labels(folders: Iterable[Path]) -> dict[str, dict]:
-    """A second reader's labels by item id, from every ``second_reader*.json`` (not its ``*_items.json`` map)
-    under the corpus each folder belongs to (the folder above its ``tuning`` / ``heldout``, else the folder's
-    own parent): a round's reader file sits beside its items or in a notes folder next to them."""
+def reader_labels(folders: Iterable[Path], reader: str = "second_reader") -> dict[str, dict]:
+    """A reader's labels by item id, from every ``<reader>*.json`` (not its ``*_items.json`` map)
+    under the corpus each folder belongs to (the folder above its ``tuning`` / ``heldout``, else the folder
+    itself): a round's reader file sits beside its items or in a notes folder next to them."""
     def corpus_root(folder: Path) -> Path:
         folder = Path(folder).resolve()
-        return next((p.parent for p in (folder, *folder.parents) if p.name in HALVES), folder.parent)
+        return next((p.parent for p in (folder, *folder.parents) if p.name in HALVES), folder)
 
     roots = {corpus_root(f) for f in folders}
-    files = sorted({f.resolve() for r in roots if r.is_dir() for f in r.rglob("second_reader*.json")
+    files = sorted({f.resolve() for r in roots if r.is_dir() for f in r.rglob(f"{reader}*.json")
                     if not f.name.endswith("_items.json")})
     out: dict[str, dict] = {}
     for f in files:
@@ -346,6 +348,12 @@ def reader_labels(folders: Iterable[Path]) -> dict[str, dict]:
         if isinstance(data, dict):
             out |= {k: v for k, v in data.items() if isinstance(v, dict) and v.get("label") in ("loop", "ok")}
     return out
+
+
+def other_readers(folders: Iterable[Path]) -> dict[str, dict[str, dict]]:
+    """Every other reader's labels: a second reader's (every round has one), a third's (where one read too)."""
+    return {"a second reader": reader_labels(folders, "second_reader"),
+            "a third reader": reader_labels(folders, "third_reader")}
 
 
 def reader_measure(corpus: list[Item], labels: dict[str, dict]) -> dict | None:
@@ -396,10 +404,10 @@ def _row(name: str, r: dict) -> str:
 
 def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, items: bool = False,
            rules: bool = False, sealed: bool = False, by_folder: bool = False,
-           extra: Sequence[tuple[str, list[Item]]] = (), readers: dict[str, dict] | None = None) -> dict:
+           extra: Sequence[tuple[str, list[Item]]] = (), readers: dict[str, dict[str, dict]] | None = None) -> dict:
     """Print one set: the stack's line (a line per sub-folder with ``by_folder``,
-    a line per ``extra`` pool, the line of a second reader's labels scored the same way when ``readers`` has
-    some), each rule alone with ``rules``, the per-family
+    a line per ``extra`` pool, a line per other reader's labels scored the same way, ``readers``: who ->
+    labels), each rule alone with ``rules``, the per-family
     table, and, unless ``sealed``, the ids of the misses and false alarms."""
     m = measure(corpus, make)
     print(f"## {title}: {len(corpus)} items ({m['loops']} loop, {m['oks']} ok)\n")
@@ -415,18 +423,23 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
                 print(_row(f"  {name}/ ({len(group)} items)", measure(group, make)))
     for name, pool in extra:
         print(_row(f"  {name} ({len(pool)} items)", measure(pool, make)))
-    if readers:
-        human = reader_measure(corpus, readers)
+    readers = {who: labels for who, labels in (readers or {}).items() if labels}
+    for who, labels in readers.items():
+        human = reader_measure(corpus, labels)
         if human:
-            print(_row(f"a second reader's labels, as a detector ({human['read']} items read; hindsight)", human))
-            per = {name: reader_measure(group, readers) for name, group in sorted(groups.items())}
-            if len(per) > 1 and any(per.values()):
-                print("\n| folder | the stack's recall | the second reader's recall (as a detector) |")
-                print("|---|---:|---:|")
-                for name, r in per.items():
-                    if r:
-                        st = measure(groups[name], make)
-                        print(f"| {name}/ | {_pct(st['caught'], st['loops'])} | {_pct(r['caught'], r['loops'])} |")
+            print(_row(f"{who}'s labels, as a detector ({human['read']} items read; hindsight)", human))
+    if readers and len(groups) > 1:
+        per = {name: [reader_measure(group, labels) for labels in readers.values()]
+               for name, group in sorted(groups.items())}
+        if any(any(r) for r in per.values()):
+            print("\n| folder | the stack's recall | " + " | ".join(f"{who}'s recall (as a detector)" for who in readers)
+                  + " |")
+            print("|---|---:|" + "---:|" * len(readers))
+            for name, rs in per.items():
+                if any(rs):
+                    st = measure(groups[name], make)
+                    print(f"| {name}/ | {_pct(st['caught'], st['loops'])} | "
+                          + " | ".join(_pct(r['caught'], r['loops']) if r else "-" for r in rs) + " |")
     if rules:
         for r in RULES:
             print(_row(f"loop: {r} alone", measure(corpus, rule_alone(r))))
@@ -527,7 +540,7 @@ def main(argv: list[str]) -> int:
             if corpus:
                 pools = [("tuning pool + authors' corpus", corpus + authors_items())]
                 ok &= passes(report("tuning (written blind; tuned on)", corpus, make, items=a.items,
-                                    rules=a.rules, by_folder=True, extra=pools, readers=reader_labels(folders)))
+                                    rules=a.rules, by_folder=True, extra=pools, readers=other_readers(folders)))
             else:
                 print("## tuning: no items\n")
         if a.half in ("heldout", "all"):
@@ -536,7 +549,7 @@ def main(argv: list[str]) -> int:
                 sealed = not a.show_sealed_ids
                 ok &= passes(report("held-out (written blind, sealed)", corpus, make,
                                     items=a.items and not sealed, rules=a.rules, sealed=sealed,
-                                    readers=reader_labels(folders)))
+                                    readers=other_readers(folders)))
             else:
                 print("## held-out: no items (sealed material goes under tests/data/loop_corpus/heldout/); "
                       "skipped\n")

@@ -65,3 +65,18 @@ def test_a_reader_file_that_is_not_json_names_itself(tmp_path, capsys):
     (tmp_path / "tuning" / "r1" / "second_reader_round1.json").write_text("{broken", encoding="utf-8")
     assert main(["--corpus", str(items), "--half", "tuning"]) == 2
     assert "second_reader_round1.json" in capsys.readouterr().err
+
+
+def test_a_third_reader_gets_a_line_and_a_column_of_its_own(tmp_path, capsys):
+    _round(tmp_path, "tuning")
+    (tmp_path / "tuning" / "x2").mkdir()
+    (tmp_path / "tuning" / "x2" / "y.json").write_text(_item("y", "loop", 2), encoding="utf-8")
+    third = {"x-early": {"label": "loop", "trip_by": 3}, "x-late": {"label": "loop", "trip_by": 2},
+             "x-ok": {"label": "ok"}, "x-called": {"label": "ok"}, "y": {"label": "loop", "trip_by": 1}}
+    (tmp_path / "tuning" / "r1" / "third_reader_round1.json").write_text(json.dumps(third), encoding="utf-8")
+    main(["--corpus", str(tmp_path / "tuning"), "--half", "tuning"])
+    out = capsys.readouterr().out
+    assert "| a third reader's labels, as a detector (5 items read; hindsight) | 3/3 = 100.0% | 0/2 = 0.0% |" in out
+    assert "| x1/ | 0/3 = 0.0% | 1/2 = 50.0% | 2/2 = 100.0% |" in out       # a column per reader
+    assert "| x2/ | 0/1 = 0.0% | - | 1/1 = 100.0% |" in out
+    assert "third_reader_round1" not in out                                 # labels, not an item
