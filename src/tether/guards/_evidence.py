@@ -273,10 +273,20 @@ def only_shape_differs(before: dict, parts: dict) -> bool:
     return all(_key_kind(str(k)) == _SHAPE for k in parts if parts[k] != before[k])
 
 
+_SPAN = re.compile(r'"(\d{1,9})\s*(?:-|:|\.\.|~|–)\s*(\d{1,9})"')
+
+
 def _ints(text: str) -> tuple[int, ...] | None:
-    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first); anything else None."""
+    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first), a range written as a string
+    (``"10-19"``, ``"10:19"``, ``"10..19"``: a span of cells, lines or rows) -> (10, 19); anything else None."""
     if text.isdigit():
         return (int(text),)
+    if text[:1] == '"':
+        m = _SPAN.fullmatch(text)
+        if m is None:
+            return None
+        a, b = int(m.group(1)), int(m.group(2))
+        return (a, b) if a <= b else None
     if text[:1] == "[" and text[-1:] == "]":
         inner = text[1:-1].split(",")
         if len(inner) == 2 and all(p.strip().isdigit() for p in inner):

@@ -425,6 +425,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         elif tkey and tkey not in self.targets:
             # a new target: progress, unless a read returned the very same data again
             progress = rkey not in self.seen_results or nothing or is_ack(data)
+            if not progress and reading and tool in self.last and walks_on(self.last[tool][0], parts):
+                progress = walked = True    # a new span of one resource ("cells": "10-19" after "0-9"): a walk
         elif reading and not nothing and self.last and tool in self.last and walks_on(self.last[tool][0], parts):
             progress = walked = True        # a read walking on through a range (lines 1-400, then 401-800): each
                                             # step reads a part it had not read, whatever its summary says
