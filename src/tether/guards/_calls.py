@@ -767,6 +767,26 @@ def volatile_pair(a: str | None, b: str | None) -> bool:
     return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
 
 
+_TOKEN = re.compile(r"(?<![0-9a-z])(?=[0-9a-z]*[0-9])(?=[0-9a-z]*[a-z])[0-9a-z]{6,}(?![0-9a-z])")
+
+
+def token_copy(a: str | None, b: str | None) -> bool:
+    """Two canonical argument values that differ only in high-entropy tokens (runs of 6 or more
+    letters and digits mixed: a random suffix ``report-803bdd.parquet`` / ``report-6581f5.parquet``,
+    a fresh request or routing key): the same value made unique anew, not another thing. A value
+    with no such token, or the same tokens, is not."""
+    if a is None or b is None or a == b:
+        return False
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    return bool(ta) and len(ta) == len(tb) and all(x != y for x, y in zip(ta, tb)) \
+        and _TOKEN.sub("#", a) == _TOKEN.sub("#", b)
+
+
+def tokens_of(value: str) -> list[str]:
+    """The high-entropy tokens of a canonical argument value (see :func:`token_copy`)."""
+    return _TOKEN.findall(value)
+
+
 _COPY_MARK = re.compile(r"\s*\(\d+\)")
 _COUNTER = re.compile(r"[-_ ]\d+(?=\.[a-z0-9]+\"?$|\"?$)")
 
