@@ -405,10 +405,17 @@ def is_offset_key(key: Any) -> bool:
 
 # argument name -> (_key_kind, is_page_key, is_offset_key), all read in one look
 _INT_TEXT = tuple(str(i) for i in range(1024))     # repr() of the small whole numbers (pages, limits, counts)
-_ARG_KEY: dict[str, tuple[int, bool, bool]] = {}
+_ARG_KEY: dict[str, tuple[int, bool, int]] = {}
+_ORDER_KEYS = frozenset({"sort", "sortby", "sortorder", "sortfield", "sortkey", "sortdir", "sortdirection", "order",
+                         "orderby", "ordering", "direction"})
 
 
-def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict, bool]:
+def is_order_key(key: Any) -> bool:
+    """An argument name that says in which order to list (``sort``, ``orderBy``, ``sort_direction``)."""
+    return type(key) is str and key.casefold().replace("_", "").replace("-", "") in _ORDER_KEYS
+
+
+def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict, int]:
     """(signature, target, series, parts, offset) of a call, in one pass over the sorted arguments.
 
     * signature: ``tool:key=value,...`` with every value in :func:`canon` form
@@ -420,15 +427,17 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     * series: the signature without its paging arguments (page, offset,
       cursor, ...): the calls that walk one listing;
     * parts: argument name -> canonical value, to tell which arguments two calls differ in;
-    * offset: a whole-number argument named as an offset (ignored or not), the only
-      calls whose answer :func:`._evidence.offset_end` has to read.
+    * offset: bit 1, a whole-number argument named as an offset (ignored or not), the only
+      calls whose answer :func:`._evidence.offset_end` has to read; bit 2, an argument that names
+      an order (``sort``, ``orderBy``), the only calls whose answer is compared with the tool's
+      last one as a set.
 
     The first four are keys for equality, never parsed back."""
     parts: dict[str, str] = {}
     sig: list[str] = []
     targets: list[str] = []
     series: list[str] = []
-    paged = offset = False
+    paged, offset = False, 0
     n = len(arguments)
     if n == 2:
         a, b = arguments
@@ -439,13 +448,13 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         value = arguments[key]
         known = _ARG_KEY.get(key)
         if known is None:
-            known = (_key_kind(key), is_page_key(key), is_offset_key(key))
+            known = (_key_kind(key), is_page_key(key), 1 if is_offset_key(key) else 2 if is_order_key(key) else 0)
             if len(_ARG_KEY) < 4096:
                 _ARG_KEY[key] = known
         kind, page, at = known
         kind_of = type(value)
-        if at and kind_of is int:
-            offset = True                   # read before the skips below: offset_end reads every argument
+        if at and (kind_of is int or at == 2):
+            offset |= at                    # read before the skips below: offset_end reads every argument
         if kind == _RETRY or (ignore and key in ignore):
             continue                        # a retry counter or backoff delay: the same call
         if kind_of is int:                  # the common number first (bool is not int here)

@@ -75,19 +75,20 @@ _TIMING = re.compile(r"(?:^|_)(?:latency|elapsed|took|duration|timing|(?:respons
 _NUMBERS = (int, float)
 
 
-def content_units(data: Any) -> set[str] | None:
+def content_units(data: Any, names: bool = False) -> set[str] | None:
     """What a result says, as a set of units that do not depend on order: each item of a
     list by its text (its strings; numbers on a listed item, a score or a rank, belong to
     this answer's ordering, not to the item), each line of a multi-line text, and every
     other scalar with its path. ``None`` when the result holds neither a list nor a
-    multi-line text (its exact form is then all there is to compare)."""
+    multi-line text (its exact form is then all there is to compare). ``names``: a listed
+    item by its words only (a number written as a string, ``"count": "478"``, is a number too)."""
     units: set[str] = set()
     found = [False]
-    _units(data, "", units, found, 0)
+    _units(data, "", units, found, 0, names)
     return units if found[0] else None
 
 
-def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> None:
+def _units(value: Any, path: str, units: set[str], found: list, depth: int, names: bool = False) -> None:
     if len(units) >= _MAX_UNITS or depth > 6:
         return
     kind = type(value)
@@ -97,15 +98,15 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> N
                 continue                    # how long this answer took is not what it says
             if type(inner) is str and len(inner) <= 40 and _STAMP.fullmatch(inner.strip()):
                 continue                    # nor when it was given (``query_time``, ``fetched_at``)
-            _units(inner, f"{path}.{key}", units, found, depth + 1)
+            _units(inner, f"{path}.{key}", units, found, depth + 1, names)
     elif kind is list:
         found[0] = True
         for item in value[:_MAX_UNITS]:
             if type(item) is dict:
-                texts = sorted(_texts(item, 0))
+                texts = sorted(_texts(item, 0, names))
                 units.add(f"{path}[]" + ("\x1f".join(texts) if texts else canon_result(item)))
             elif type(item) is list:
-                _units(item, path + "[]", units, found, depth + 1)
+                _units(item, path + "[]", units, found, depth + 1, names)
             else:
                 units.add(f"{path}[]{_norm(item)}")
     elif kind is str and "\n" in value:
@@ -118,13 +119,17 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> N
         units.add(f"{path}={_norm(value)}")
 
 
-def _texts(item: dict, depth: int) -> list[str]:
+_NUMBER_TEXT = re.compile(r"\s*[-+]?\d[\d,]*(?:\.\d+)?\s*%?\s*")
+
+
+def _texts(item: dict, depth: int, names: bool = False) -> list[str]:
     out = []
     for key, value in item.items():
         if type(value) is str:
-            out.append(f"{key}={norm_text(value)}")
+            if not (names and _NUMBER_TEXT.fullmatch(value)):
+                out.append(f"{key}={norm_text(value)}")
         elif type(value) is dict and depth < 3:
-            out += _texts(value, depth + 1)
+            out += _texts(value, depth + 1, names)
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from ..messages import ToolCallRequest
 from ._evidence import content_units
-from ._calls import is_ack, names_resource, volatile_pair
+from ._calls import is_ack, is_order_key, names_resource, volatile_pair
 from ._loop_common import (
     _NORMAL,
     _TRANSIENT,
@@ -54,6 +54,26 @@ class _RepeatRules:
         if len(self.units) > 64:
             del self.units[next(iter(self.units))]
         return rkey
+
+    def _reordered(self, tool: str, parts: dict, rkey: str, data: Any) -> str:
+        """The same question in another order (only ``sort`` / ``orderBy`` changed since the tool's
+        last call) answered with the same things: the same answer, whatever order and numbers
+        (counts, scores) it lists them with. Returns the result key to record the call under.
+        Read only on a first call that names an order."""
+        prev = self.last[tool]
+        before = prev[0]
+        if prev[1] == rkey or before.keys() != parts.keys():
+            return rkey
+        differ = [k for k in parts if parts[k] != before[k]]
+        if not differ or not all(is_order_key(k) for k in differ):
+            return rkey
+        earlier = self._answers.get(f"{tool}:" + ",".join(f"{k}={v}" for k, v in before.items()))
+        if earlier is None:
+            return rkey
+        units = content_units(data, names=True)
+        if not units or units != content_units(earlier, names=True):
+            return rkey
+        return prev[1]
 
     def _capped(self, call: ToolCallRequest):
         """A read asked for more (a bigger ``limit``) and answered the very same: there is no more."""

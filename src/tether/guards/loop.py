@@ -250,7 +250,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         """The last trip (the one that stopped the run) as the model reads it."""
         return self._said if lang == self._lang else None
 
-    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict, bool]:
+    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict, int]:
         ignore = self.config.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -338,6 +338,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 answers[sig] = data
                 if len(answers) > 128:
                     _bound(answers, 64)     # amortised: the newer half stays
+                if offset & 2 and tool in self.last:
+                    rkey = self._reordered(tool, parts, rkey, data)    # a listing asked for in another order
             else:
                 rkey = self._known_content(sig, st, rkey, data)
         fresh = None
@@ -396,7 +398,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             if not paged:
                 if state == -2 and cursor_resent(data, args):
                     state = 2               # the cursor sent where the API does not read it comes back
-            elif state == 0 and offset and offset_end(data, args):
+            elif state == 0 and offset & 1 and offset_end(data, args):
                 state = 1                   # an offset at or past the total the answer reports
             elif state <= 0 and not nothing and self._sizes.get(tool, True) \
                     and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
