@@ -863,7 +863,7 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
             if k[:1] == "x" and key[1:2] in ("_", "-") and k[1:] in _NEXT_KEYS:
                 k = k[1:]                   # a response header kept as a field (X-Next-Page -> x_next_page)
             kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
-                    else 4 if k in _COUNT_FLAGS else 0)
+                    else 4 if k in _COUNT_FLAGS else 5 if k == "link" else 0)
             if len(_FLAG_KIND) < 4096:
                 _FLAG_KIND[key] = kind
                 if not kind:
@@ -885,11 +885,34 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
                     v == value for k, v in arguments.items() if is_page_key(k)):
                 return 2                    # the next cursor is the one sent: the walk does not advance
             said = -2                       # goes on, from a cursor the caller must send
+        elif kind == 5 and type(value) is str:
+            link = _link_state(value)
+            if link > 0:
+                return 1
+            said = min(said, link)
         elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
             page = level.get("page", level.get("current_page", level.get("currentPage")))
             if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):
                 return 1                    # page 1 of 1, or a page number past a count of 0
     return said
+
+
+_LINK_PART = re.compile(r"<[^>]*>([^<]*)")
+_REL_NEXT = re.compile(r"\brel\s*=\s*\"?[^\";,]*\bnext\b", re.IGNORECASE)
+_NO_RESULTS = re.compile(r"\bresults\s*=\s*\"?false\b", re.IGNORECASE)
+
+
+def _link_state(value: str) -> int:
+    """A ``Link`` header kept as a field (RFC 8288): ``1`` when it links no next page (the last
+    page links only ``prev`` / ``first``) or its next link says it holds nothing
+    (``results="false"``), ``-2`` when it links a next page, ``0`` when it links nothing."""
+    rels = False
+    for m in _LINK_PART.finditer(value[:4096]):
+        params = m.group(1)
+        if _REL_NEXT.search(params):
+            return 1 if _NO_RESULTS.search(params) else -2
+        rels = rels or "rel" in params.casefold()
+    return 1 if rels else 0
 
 
 def page_end(data: Any, arguments: dict[str, Any] | None = None) -> bool:

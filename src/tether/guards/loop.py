@@ -150,6 +150,7 @@ from ._loop_common import (
     LoopConfig,
     _only_body_differs,
     _no_items,
+    _shows_items,
     _MAX_KEYS,
     _bound,
     RULES,
@@ -416,8 +417,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             progress = rkey not in self.seen_results     # another error: the last one was fixed
         elif action:
             progress = sig not in self.acted
-        elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
-            progress = False                # a page past the end of a listing
+        elif listing is not None and listing[0] and (nothing or rkey in self.seen_results
+                                                     or (state > 0 and sig != skey and not _shows_items(data))):
+            progress = False                # a page past the end of a listing (or one more page that shows no
+                                            # item and says again that the listing ended)
             listing[1] += 1
             past = sig != skey
         elif nothing and state > 1:
