@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from ..messages import ToolCallRequest
 from ._evidence import content_units
-from ._calls import is_ack, is_order_key, names_resource, volatile_pair
+from ._calls import _QUERY, _key_kind, is_ack, is_order_key, names_resource, volatile_pair
 from ._loop_common import (
     _NORMAL,
     _TRANSIENT,
@@ -22,6 +22,13 @@ from ._loop_common import (
     _ordinal,
     _short,
 )
+
+
+def _only_query_differs(before: dict, parts: dict) -> bool:
+    """Two calls whose arguments differ only in free text (``q``, ``query``, ``keywords``): a search reworded."""
+    if before.keys() != parts.keys() or before == parts:
+        return False
+    return all(_key_kind(k) == _QUERY for k in parts if parts[k] != before[k])
 
 
 class _RepeatRules:
@@ -196,7 +203,9 @@ class _RepeatRules:
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
-        same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
+        same = prev is not None and prev[1] == rkey and not is_ack(data) \
+            and (not nothing or _only_query_differs(prev[0], parts))
+        # (nothing again is the same answer only to a search reworded: nothing found for other targets is news)
         # a rewording: other arguments, the same resources named (another region is not a rewording)
         reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
         self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
