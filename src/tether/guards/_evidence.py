@@ -150,10 +150,22 @@ def transient_failure(result: ToolResultEvent) -> bool:
     waiting, even when it calls its limit a quota (``Throttling.RateQuota``)."""
     kind = (result.error_type or "").casefold()
     if kind in _LASTING_TYPES:
-        return False
+        return kind == "conflict" and held_by_another(result)     # a conflict over a lock ends when it is let go
     if kind in TRANSIENT_TYPES and _LATER.search(result.error or ""):
         return True
-    return is_transient(result)
+    return is_transient(result) or held_by_another(result)
+
+
+# A failure that says another holds what the call needs (a state lock, a locked row or file, HTTP 423):
+# it clears when the holder lets go, not by changing the call.
+_HELD = re.compile(r"\b(?:acquir\w* (?:the |a )?\w*\s?lock|lock(?:ed)? by|is locked|resource locked|lock held|"
+                   r"held by another|423 locked)\b|(?:被|已被)\S{0,6}(?:锁定|占用)|获取\S{0,4}锁", re.IGNORECASE)
+
+
+def held_by_another(result: ToolResultEvent) -> bool:
+    """A failure that says a lock is held (``error acquiring the state lock``, ``423 Locked``):
+    a wait for its holder, so a transient failure under the retry budget."""
+    return not result.ok and _HELD.search(result.error or "") is not None
 
 
 _LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.IGNORECASE)

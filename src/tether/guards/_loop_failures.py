@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..events import ToolResultEvent
 from ..messages import ToolCallRequest
-from ._evidence import delay_asked, retry_after_s
+from ._evidence import delay_asked, held_by_another, retry_after_s
 from ._base import Intervention
 from ._calls import no_such_tool, result_hash
 from ._loop_common import _SIG, _RESULT, _family, _grew, _MAX_KEYS, _bound, _short
@@ -146,10 +146,13 @@ class _FailureRules:
         r[1], r[2] = index, at_s
         retried = r[0] - 1
         hammering = r[3] >= cfg.max_immediate_retries
+        # the very same lock every time (the same holder, since the same moment): a hint at the usual attempt
+        # count whatever the waits between (a backoff does not make another holder let go)
         key = f"retry_budget:{tool}"
         if hammering:
             limit, how = cfg.max_immediate_retries, " in quick succession"
-        elif (r[0] == cfg.retry_hint_after and r[4] < 0 and r[8] or r[0] == cfg.max_transient_retries + 1) \
+        elif (r[0] == cfg.retry_hint_after and r[8] and (r[4] < 0 or held_by_another(result))
+              or r[0] == cfg.max_transient_retries + 1) \
                 and key not in self.hinted and len(self.hinted) < cfg.max_hints:
             limit, how = cfg.max_transient_retries, ""
         else:
