@@ -39,7 +39,8 @@ _TARGET_KEY = re.compile(
     r"(?:^|_)(?:id|ids|uuid|key|path|paths|file|files|filename|dir|directory|folder|url|urls|uri|link|page|"
     r"pages|page_token|offset|cursor|start|after|before|since|until|index|idx|row|line|sku|email|emails|to|cc|"
     r"recipient|recipients|target|dest|destination|src|source|from|number|no|num|ticket|issue|pr|order|user|"
-    r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel)$")
+    r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel|"
+    r"hosts|scope|selector|instance|instances|node|nodes|cluster|namespace|pod|device|server)$")
 _ID_CHARS = re.compile(r"[0-9/\\@.:#_-]")
 # Argument names that size or shape an answer (how many, how big): never a resource named.
 _SHAPE_KEY = re.compile(r"^(?:limit|per_?page|page_?size|size|max_?results|max_?items|top|count|max|num_?results|k|n|"
@@ -406,8 +407,8 @@ def is_offset_key(key: Any) -> bool:
 # argument name -> (_key_kind, is_page_key, is_offset_key), all read in one look
 _INT_TEXT = tuple(str(i) for i in range(1024))     # repr() of the small whole numbers (pages, limits, counts)
 _ARG_KEY: dict[str, tuple[int, bool, int]] = {}
-_ORDER_KEYS = frozenset({"sort", "sortby", "sortorder", "sortfield", "sortkey", "sortdir", "sortdirection", "order",
-                         "orderby", "ordering", "direction"})
+_ORDER_KEYS = frozenset({"sort", "sortby", "sortorder", "sortfield", "sortkey", "sortdir", "sortdirection",
+                         "orderby", "ordering", "direction"})     # ("order" alone is as often an order's id)
 
 
 def is_order_key(key: Any) -> bool:
