@@ -45,8 +45,8 @@ def _within(data: dict, depth: int, sent: frozenset) -> bool:
             if (is_pending(job) or pending_form(job)) and any(type(v) is str and v in sent for v in job.values()):
                 return True
         elif type(value) is dict and len(value) <= 32:
-            if is_pending(value):
-                return True
+            if is_pending(value) or pending_form(value):
+                return True                 # (a status field in any case or form: ``{"Status": {"State": "QUEUED"}}``)
             if depth + 1 < _MAX_DEPTH and _within(value, depth + 1, sent):
                 return True
     return False
