@@ -77,6 +77,10 @@ PENDING = frozenset({
     "pending", "queued", "running", "in_progress", "in progress", "inprogress", "processing", "started", "starting",
     "waiting", "building", "deploying", "provisioning", "creating", "scheduled", "accepted", "submitted", "active",
     "initializing", "working", "not_ready", "not ready", "处理中", "排队中", "进行中", "运行中", "等待中", "部署中",
+    # the same words in their other spellings and a few more of a job or a call under way
+    "in-progress", "not-ready", "in-flight", "inflight", "ringing", "dialing", "executing", "preparing",
+    "validating", "verifying", "uploading", "downloading", "transcoding", "rendering", "restoring", "migrating",
+    "执行中", "生成中", "上传中", "审核中", "验证中", "准备中",
 })
 # Words of an acknowledgement ({"status": "sent"}, {"msg": "success"}).
 ACK_WORDS = frozenset({
