@@ -201,6 +201,14 @@ def carries_idempotency_key(arguments: dict) -> bool:
     return any(type(k) is str and "idempoten" in k.casefold() and arguments[k] for k in arguments)
 
 
+def idempotency_key(arguments: dict) -> str | None:
+    """The idempotency key a write carries (its value as text), None without one."""
+    for k in arguments:
+        if type(k) is str and "idempoten" in k.casefold() and arguments[k]:
+            return str(arguments[k])
+    return None
+
+
 # A yes/no question that offers or confirms an action ("Want me to check again?", "Should I send it?",
 # "需要我稍后再查一次吗？"): asking it again after new results is a new offer. A question that asks for a piece
 # of information ("Which calendar?", "请问您要预约哪天？") asked again after an answer asks for what was given.
@@ -254,6 +262,36 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
 
 
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.IGNORECASE)
+
+
+def unwrap(data: dict) -> dict:
+    """A small answer as one flat record: an envelope of one key (``{"response": {...}}``) opened, and
+    one level of objects and one-item lists of objects below it read as fields by their own names
+    (``{"url_list": [{"short_url": ...}], "request_id": ...}`` -> ``short_url``, ``request_id``). A flat
+    answer is itself; a bigger one comes back as it was."""
+    for _ in range(3):
+        if len(data) != 1:
+            break
+        inner = next(iter(data.values()))
+        if type(inner) is list and len(inner) == 1:
+            inner = inner[0]
+        if type(inner) is not dict or not inner:
+            break
+        data = inner
+    flat: dict = {}
+    for key, value in data.items():
+        if type(value) is list and len(value) == 1 and type(value[0]) is dict:
+            value = value[0]
+        if type(value) is dict:
+            if len(value) > 16:
+                return data
+            for k, v in value.items():
+                if type(v) in (dict, list):
+                    return data
+                flat[k if k not in flat and k not in data else f"{key}.{k}"] = v
+        else:
+            flat[key] = value
+    return flat if len(flat) <= 32 else data
 
 
 def without_stamps(data: dict) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rapidfuzz.fuzz import token_sort_ratio as _similarity
 from ..messages import ToolCallRequest
-from ._evidence import carries_idempotency_key
+from ._evidence import carries_idempotency_key, idempotency_key
 from ._base import Intervention
 import json
 
@@ -30,7 +30,12 @@ class _EffectRules:
         again makes another ticket, message or charge, whatever id it returns (unless it
         carries an idempotency key: then the server does it once)."""
         if carries_idempotency_key(call.arguments):
-            return None
+            # the server does it once, if the key is the one sent before: a fresh key on the same content
+            # (the last success of the tool) is a new request
+            last = self.sent.get(call.name)
+            if last is None or len(last) < 6 or last[5] is None or last[0] != self._pending[1][3] \
+                    or last[5] == idempotency_key(call.arguments):
+                return None
         done = self.acted.get(sig, 0)
         limit = self.config.max_action_repeats
         if done < limit or self.acted_replied.get(sig, 0) != self.replied:
@@ -103,6 +108,15 @@ class _EffectRules:
             return False
         read = json.dumps(list(self._answers.values()), ensure_ascii=False, default=str).casefold()
         return not any(t in read for t in tokens_of(now))
+
+    def _made_up_call(self, before: dict, parts: dict) -> bool:
+        """Two calls of one tool whose arguments differ only in tokens made up for each (see
+        :meth:`_made_up`), next to at least ``_MIN_CONTENT`` characters of the same content."""
+        if before.keys() != parts.keys() or before == parts:
+            return False
+        differ = [k for k in parts if parts[k] != before[k]]
+        return sum(len(parts[k]) for k in parts if k not in differ) >= _MIN_CONTENT \
+            and all(self._made_up(before[k], parts[k]) for k in differ)
 
     def _copy_of(self, before: dict, parts: dict) -> bool:
         """The same content (at least ``_MIN_CONTENT`` characters of identical
