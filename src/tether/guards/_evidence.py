@@ -17,6 +17,7 @@ from ._calls import (
     _SHAPE,
     TRANSIENT_TYPES,
     _key_kind,
+    _ID_KEY,
     canon_result,
     is_page_key,
     is_pending,
@@ -93,9 +94,12 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int, name
         return
     kind = type(value)
     if kind is dict:
+        listing = depth == 0 and any(type(v) is list for v in value.values())
         for key, inner in value.items():
             if type(inner) in _NUMBERS and _TIMING.search(key):
                 continue                    # how long this answer took is not what it says
+            if listing and type(inner) is str and type(key) is str and _ID_KEY.search(key):
+                continue                    # nor the id of the answer beside its list (a search id, a request id)
             if type(inner) is str and len(inner) <= 40 and _STAMP.fullmatch(inner.strip()):
                 continue                    # nor when it was given (``query_time``, ``fetched_at``)
             _units(inner, f"{path}.{key}", units, found, depth + 1, names)
