@@ -458,6 +458,7 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                 _ARG_KEY[key] = known
         kind, page, at = known
         kind_of = type(value)
+        walk = None
         if at and (kind_of is int or at == 2):
             offset |= at                    # read before the skips below: offset_end reads every argument
         if kind == _RETRY or (ignore and key in ignore):
@@ -475,6 +476,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                                              and _ID_CHARS.search(value) is not None)
                 if target and ("/" in value or "\\" in value) and "://" not in value:
                     value = _norm_path(value)
+                elif target and "?" in value and "://" in value:
+                    walk = _url_without_pages(value)     # a page asked for in the URL's query ($skip=100)
                 elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
                     # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
                     # "555-123 4567") names the same thing as without them
@@ -503,6 +506,9 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             targets.append(part)
         if page:
             paged = True
+        elif walk is not None:
+            paged = True
+            series.append(f'{key}="{norm_text(walk, False, False)}"')
         elif kind_of is dict and any(type(k) is str and is_page_key(k) for k in value):
             # the page inside an object of query parameters ({"params": {"page": 13}})
             paged = True
@@ -512,6 +518,15 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     head = tool + ":"
     signature = head + ",".join(sig)
     return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts, offset
+
+
+def _url_without_pages(url: str) -> str | None:
+    """A URL whose query names a page (``$skip=100``, ``page=3``, ``cursor=...``) without those
+    parameters: the listing it walks. None when its query names no page."""
+    base, _, query = url[:2048].partition("?")
+    params = query.split("&")
+    keep = [p for p in params if not is_page_key(p.partition("=")[0].lstrip("$"))]
+    return None if len(keep) == len(params) else base + "?" + "&".join(keep)
 
 
 _SLASHES = re.compile(r"/{2,}")
