@@ -93,6 +93,7 @@ PAGE_KEYS = frozenset({
     "page", "pageno", "pagenum", "pagenumber", "pageindex", "pageidx", "offset", "skip", "start", "startindex",
     "startat", "cursor", "pagetoken", "nextpagetoken", "nexttoken", "continuationtoken", "continuation", "marker",
     "after", "startingafter", "startcursor", "pagecursor", "from",
+    "before", "endingbefore",               # the cursor that walks back (older messages before this id)
 })
 _PAGE_KEY: dict[str, bool] = {}
 # Result fields that say whether a listing goes on.
