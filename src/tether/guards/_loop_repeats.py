@@ -207,7 +207,9 @@ class _RepeatRules:
             and (not nothing or _only_query_differs(prev[0], parts))
         # (nothing again is the same answer only to a search reworded: nothing found for other targets is news)
         # a rewording: other arguments, the same resources named (another region is not a rewording)
-        reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
+        # the same data again, in other words, or asked again right away (no other call, no wait between)
+        reworded = same and (len(prev) < 4 or prev[3] == target) \
+            and (prev[0] != parts or (self.calls and self.calls[-1][_SIG] == sig))
         self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
         _bound(self.last)
         if not same:
