@@ -54,7 +54,7 @@ ACTION_VERBS = frozenset({
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
     "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write", "replace", "append",
     "overwrite", "commit", "push", "enqueue", "dispatch", "trigger", "charge", "purchase", "buy", "reserve", "make",
-    "respond",
+    "respond", "say", "speak", "announce",  # said to a person (a voice agent speaking the same sentence again)
 })
 # Verbs that bring a new object into being: two of them with the same content are two copies.
 CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
