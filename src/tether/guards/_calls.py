@@ -462,6 +462,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         walk = None
         if at and (kind_of is int or at == 2):
             offset |= at                    # read before the skips below: offset_end reads every argument
+            if at == 2:
+                kind = _SHAPE               # an order names no resource (sort: "-name")
         if kind == _RETRY or (ignore and key in ignore):
             continue                        # a retry counter or backoff delay: the same call
         if kind_of is int:                  # the common number first (bool is not int here)
@@ -869,6 +871,13 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
             if below > 0:
                 return below
             said = min(said, below)
+            if not below:
+                for w in v.values():        # inside an envelope ({"code": 200, "data": {"pagination": {...}}})
+                    if type(w) is dict:
+                        deeper = _page_level(w, arguments)
+                        if deeper > 0:
+                            return deeper
+                        said = min(said, deeper)
     return said
 
 
@@ -891,11 +900,11 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
                     _PLAIN_KEYS.add(key)
         if not kind:
             continue
-        if kind == 1 and isinstance(value, bool):
+        if kind == 1 and (isinstance(value, bool) or (type(value) is int and value in (0, 1))):   # (a 0/1 flag too)
             if not value:
                 return 1
             said = min(said, -1)
-        elif kind == 2 and isinstance(value, bool):
+        elif kind == 2 and (isinstance(value, bool) or (type(value) is int and value in (0, 1))):
             if value:
                 return 1
             said = min(said, -1)
