@@ -136,8 +136,10 @@ class _FailureRules:
             r[7] = said
             if self.waited > r[1]:
                 r[4] = self.waited              # backing off with a wait tool
-            elif at_s - r[2] < cfg.min_retry_gap_s or (r[5] is not None and at_s - r[2] < r[5]):
-                r[3] += 1                       # no wait between, or less than the wait the server asked for
+            elif at_s - r[2] < cfg.min_retry_gap_s or (r[5] is not None and at_s - r[2] < r[5]
+                                                        and not _grew(r[5], asked)):
+                r[3] += 1                       # no wait between, or less than the wait the server asked for (and
+                                                # asks again: a wait that grows is being honoured, see below)
             if _grew(r[5], asked) or _grew(r[6], delay):
                 r[4] = index                    # backing off: the wait the server asks for grows (it is being
                                                 # honoured), or the call sets a growing delay itself
