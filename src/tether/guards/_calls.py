@@ -695,8 +695,10 @@ def pending_form(data: Any) -> bool:
     status (``task_status``, ``jobState``), an HTTP 202 (Accepted: "processing has not been
     completed", RFC 9110), a short answer (three fields at most) whose only word is a pending one
     (``{".tag": "in_progress"}``)."""
-    if type(data) is not dict or len(data) > 6 or not _POLL_KEYS.isdisjoint(data):
+    if type(data) is not dict or len(data) > 6 or not all(type(data[k]) is int for k in _POLL_KEYS.intersection(data)):
         return False                        # a record with a status-like field somewhere is not a status answer
+                                            # (unless that status is a number: {"job_status": 2, "msg": "processing"}
+                                            # says in words what the code means)
     for key, value in data.items():
         kind = type(value)
         if kind is str:
