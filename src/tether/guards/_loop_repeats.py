@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from ..messages import ToolCallRequest
 from ._evidence import content_units
@@ -25,10 +26,16 @@ from ._loop_common import (
 
 
 def _only_query_differs(before: dict, parts: dict) -> bool:
-    """Two calls whose arguments differ only in free text (``q``, ``query``, ``keywords``): a search reworded."""
+    """Two calls whose arguments differ only in free text (``q``, ``query``, ``keywords``) put in other
+    words: a search reworded. Words dropped from it (the same words in another order, or fewer of them)
+    widen the search: a new try, not a rewording."""
     if before.keys() != parts.keys() or before == parts:
         return False
-    return all(_key_kind(k) == _QUERY for k in parts if parts[k] != before[k])
+    return all(_key_kind(k) == _QUERY and not set(_WORDS.findall(parts[k])) <= set(_WORDS.findall(before[k]))
+               for k in parts if parts[k] != before[k])
+
+
+_WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_\u3400-\u9fff]+")   # each CJK character, and words of other scripts
 
 
 class _RepeatRules:
