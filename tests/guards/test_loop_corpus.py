@@ -84,7 +84,7 @@ def _assert_floor(m, sealed=False):
 
 
 @pytest.mark.xfail(reason="rounds 1-7 in the tuning pool, after the seventh rules pass (i25-rules7, 2026-12-02): "
-                          "the pool with the authors' corpus is 641/682 = 94.0%, hints on 16/635 = 2.5%, 0 blocks, 0 "
+                          "the pool with the authors' corpus is 642/682 = 94.1%, hints on 16/635 = 2.5%, 0 blocks, 0 "
                           "stops on ok (rules of i25-rules6 on the same pool: 619/682, 21/635, 0, 2): recall and hints "
                           "miss the floor", strict=True)
 def test_tuning_pool_meets_the_floor():
@@ -92,13 +92,13 @@ def test_tuning_pool_meets_the_floor():
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 602/642 caught; hints on 16/590 ok items (2 of them the budget's 80% notice
+    """Pinned at the measured level: 603/642 caught; hints on 16/590 ok items (2 of them the budget's 80% notice
     on batches of 21 and 23 calls); no block and no stop on an ok item (2026-12-02, seventh rules pass, i25-rules7,
     with round 7 in the pool; the rules of i25-rules6 on the same pool: 580/642, 21 hints, 2 stops)."""
     m = _half("tuning")
     assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
     assert len(m["hints"]) <= 16, m["hints"]
-    assert m["caught"] >= 602, m["missed"]
+    assert m["caught"] >= 603, m["missed"]
 
 
 # The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). None while heldout/ is empty:

@@ -634,7 +634,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if capped is not None:
             return self._ladder(*capped)
         if not ok and kind == _NORMAL:
-            found = self._failing_again(call, tool, sig, st, rkey, target, result)
+            found = self._failing_again(call, tool, sig, st, rkey, target, result, parts)
             if found is not None:
                 return self._ladder(*found)
         elif self.err_runs:
