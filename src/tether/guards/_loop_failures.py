@@ -14,10 +14,10 @@ from ._loop_common import _SIG, _RESULT, _family, _grew, _MAX_KEYS, _bound, _sho
 
 
 # An error that refuses an argument as such (not its value): another value will be refused the same way.
-_REFUSED_OPTION = re.compile(r"(?:option|parameter|argument|field|param)s?\W{0,3}(?:is |are )?not (?:supported|allowed|permitted)|"
-                             r"(?:unsupported|unknown|unrecognized|invalid) (?:option|parameter|argument|field|param)s?\b|"
-                             r"不支持的?(?:参数|选项|字段)|(?:参数|选项)\S{0,8}不(?:支持|允许)|未知的?(?:参数|字段|选项)",
-                             re.IGNORECASE)
+_REFUSED_OPTION = re.compile(
+    r"(?:option|parameter|argument|field|param)s?\W{0,3}(?:is |are )?not (?:supported|allowed|permitted)|"
+    r"(?:unsupported|unknown|unrecognized|invalid) (?:option|parameter|argument|field|param)s?\b|"
+    r"不支持的?(?:参数|选项|字段)|(?:参数|选项)\S{0,8}不(?:支持|允许)|未知的?(?:参数|字段|选项)", re.IGNORECASE)
 
 
 class _FailureRules:

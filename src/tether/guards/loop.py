@@ -169,6 +169,12 @@ _NO_LAST = (None, None, 0)
 _GO_ON: Any = object()      # _after_rare: no check applied, go on with the rest
 
 
+def _small(value: Any) -> bool:
+    """The content of a one-key envelope kept for a fresh-id compare: a small object or a one-item list
+    (a checkpoint holds it as JSON)."""
+    return (type(value) is dict and len(value) <= 16) or (type(value) is list and len(value) == 1)
+
+
 def _sent_values(args: dict) -> frozenset:
     """The string values a call sent at its top level (the ids it named)."""
     return frozenset(v for v in args.values() if type(v) is str and v)
@@ -347,7 +353,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 rkey = self._known_content(sig, st, rkey, data)
         fresh = None
         if ok and not wait and not reads and type(data) is dict and len(data) <= 16 \
-                and (flat_answer(data) or len(data) == 1):
+                and (flat_answer(data) or (len(data) == 1 and _small(next(iter(data.values()))))):
             # the answer is kept as is (a small flat dict, or an envelope of one key: JSON in a checkpoint) until
             # the same call comes again; only then are the two split into identifiers and the rest (the split
             # costs more)
