@@ -67,6 +67,8 @@ def test_five_reworded_keywords_without_new_results_are_caught():
              "特斯拉Model Y后排遮阳帘", "Model Y后排遮阳帘原厂"]
     decisions = [Decision.call("search", {"keyword": w}) for w in words] + [Decision.final("没有找到")]
     _, trips = run(decisions, [search])
+    # each rewording drops words of the first (it widens the search: a new try, not the same answer again, as
+    # C4's steady agent does); the fifth call in a row without progress is the tool's streak
     assert [(t.rule, t.numbers["count"]) for t in trips] == [("near_duplicate", 5)]
 
 

@@ -83,35 +83,35 @@ def _assert_floor(m, sealed=False):
     assert passes(m)
 
 
-@pytest.mark.xfail(reason="round 6 in the tuning pool, after the sixth rules pass (i25-rules6, 2026-12-01): the pool "
-                          "with the authors' corpus is 555/598 = 92.8%, hints on 15/557 = 2.7%, 0 blocks, 0 stops on ok "
-                          "(rules of i25-rules5 on the same pool: 554/598, 18/557, 0, 4): recall and hints miss the floor",
-                   strict=True)
+@pytest.mark.xfail(reason="rounds 1-7 in the tuning pool, after the seventh rules pass (i25-rules7, 2026-12-02): "
+                          "the pool with the authors' corpus is 642/682 = 94.1%, hints on 16/635 = 2.5%, 0 blocks, 0 "
+                          "stops on ok (rules of i25-rules6 on the same pool: 619/682, 21/635, 0, 2): recall and hints "
+                          "miss the floor", strict=True)
 def test_tuning_pool_meets_the_floor():
     _assert_floor(_measured("tuning", with_authors=True))
 
 
 def test_blind_tuning_items_do_not_get_worse():
-    """Pinned at the measured level: 516/558 caught; hints on 15/512 ok items (2 of them the budget's 80% notice
-    on batches of 21 and 23 calls); no block and no stop on an ok item (2026-12-01, sixth rules pass, i25-rules6:
-    a stop only on the very call a hint was about and never after a user reply; before it, with round 6 just
-    moved in, 515/558, 18 hints, 4 stops)."""
+    """Pinned at the measured level: 603/642 caught; hints on 16/590 ok items (2 of them the budget's 80% notice
+    on batches of 21 and 23 calls); no block and no stop on an ok item (2026-12-02, seventh rules pass, i25-rules7,
+    with round 7 in the pool; the rules of i25-rules6 on the same pool: 580/642, 21 hints, 2 stops)."""
     m = _half("tuning")
     assert m["blocks"] == [] and m["stops"] == [], (m["blocks"], m["stops"])
-    assert len(m["hints"]) <= 15, m["hints"]
-    assert m["caught"] >= 516, m["missed"]
+    assert len(m["hints"]) <= 16, m["hints"]
+    assert m["caught"] >= 603, m["missed"]
 
 
-# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). Round 7 (heldout/k, heldout/l),
-# measured once on the frozen rules of i25-rules6 (2026-12-01, 21:12 UTC). Round 6 (88, 86, 74, 7, 4 on the rules of
-# i25-rules5) moved into tuning/i6, tuning/j6; round 5 (92, 89, 73, 10, 4 on the rules of i25-rules4) into
-# tuning/g5, tuning/h5.
-HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = (84, 78, 64, 6, 2)
+# The sealed half as measured once: (loops, oks, caught, hints on ok, stops on ok). None while heldout/ is empty:
+# round 8 is being written blind for it. Round 7 (84, 78, 64, 6, 2 on the frozen rules of i25-rules6) moved into
+# tuning/k7, tuning/l7; round 6 (88, 86, 74, 7, 4 on the rules of i25-rules5) into tuning/i6, tuning/j6; round 5
+# (92, 89, 73, 10, 4 on the rules of i25-rules4) into tuning/g5, tuning/h5.
+HELDOUT_MEASURED: tuple[int, int, int, int, int] | None = None
 
 
-@pytest.mark.xfail(reason="the sealed round 7, measured once on the frozen rules of 2026-12-01 (i25-rules6): recall "
-                          "64/84 = 76.2%, hints on 6/78 ok = 7.7%, 0 blocks, 2 stops on ok (issue 25's floor: 95%, "
-                          "2%, 0, 0)", strict=True)
+@pytest.mark.xfail(reason="the sealed half (round 8 when it lands; skipped while empty): no new round has met the "
+                          "floor on rules frozen before it (round 7 on the rules of i25-rules6: recall 64/84 = 76.2%, "
+                          "hints on 6/78 ok = 7.7%, 0 blocks, 2 stops on ok; issue 25's floor: 95%, 2%, 0, 0)",
+                   strict=True)
 def test_heldout_meets_the_floor():
     _assert_floor(_half("heldout"), sealed=True)
 

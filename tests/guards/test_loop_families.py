@@ -58,16 +58,17 @@ def tuning():
     return items
 
 
-# Round 6 (tuning/i6, j6) moved into the pool at 21:00 UTC on 2026-12-01: what it adds to each family, over the
-# allowances above: (more misses, more hints, stops on ok items). The sixth pass (i25-rules6) took its 4 stops and
-# a miss and 3 hints away (a stop only on the very call a hint was about; tuning/r6/README.md); what is left here
-# is round 6's, still to fix: paging past the end (a cursor that wraps, has_more 0, a page past totalPages), a
-# create with labels duplicated, contacts sorted five ways, errors that grow or never converge, an export resubmitted
-# (one action late) and a 202 job polled past its expiry; a validator's edits read as re-sends, a Feishu export poll.
-ROUND6_ADDED = {
-    "paging past the end": (3, 0, 0),
+# Rounds 6 and 7 (tuning/i6, j6, k7, l7) in the pool: what they add to each family over the allowances above,
+# (more misses, more hints, stops on ok items), as measured after the seventh rules pass (i25-rules7, 2026-12-02,
+# tuning/r7/README.md), which took round 7's reordered listings, regenerated links, fresh trade numbers, a Link
+# header's results="false", an empty page past totalPages inside an envelope, an offset the API does not support
+# and a numbered-status export poll off these lists. What is left: paging past the end (a cursor that wraps to the
+# first page, has_more 0 one page late), a create with labels duplicated, errors that grow or never converge,
+# an export resubmitted (one action late) and a 202 job polled past its expiry; a validator's edits read as
+# re-sends; a delivery receipt polled under a numeric status.
+LEFT_OVER = {
+    "paging past the end": (2, 0, 0),
     "repeated creates": (1, 0, 0),
-    "reordered results": (1, 0, 0),
     "errors that change": (2, 1, 0),
     "re-sent after an acknowledgement": (2, 1, 0),
 }
@@ -76,7 +77,7 @@ ROUND6_ADDED = {
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_is_caught_and_its_look_alikes_left_alone(tuning, family):
     labels, may_miss, hints = FAMILIES[family]
-    more_missed, more_hints, stops = ROUND6_ADDED.get(family, (0, 0, 0))
+    more_missed, more_hints, stops = LEFT_OVER.get(family, (0, 0, 0))
     items = [i for i in tuning if i.family in labels]
     m = measure(items, guard_stack("on"))
     assert m["loops"] >= 4 and m["oks"] >= 4, (family, m["loops"], m["oks"])     # the family is in the corpus

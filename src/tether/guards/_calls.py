@@ -39,7 +39,8 @@ _TARGET_KEY = re.compile(
     r"(?:^|_)(?:id|ids|uuid|key|path|paths|file|files|filename|dir|directory|folder|url|urls|uri|link|page|"
     r"pages|page_token|offset|cursor|start|after|before|since|until|index|idx|row|line|sku|email|emails|to|cc|"
     r"recipient|recipients|target|dest|destination|src|source|from|number|no|num|ticket|issue|pr|order|user|"
-    r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel)$")
+    r"account|customer|repo|branch|commit|ref|sha|handle|slug|date|day|month|year|region|zone|host|channel|"
+    r"hosts|scope|selector|instance|instances|node|nodes|cluster|namespace|pod|device|server)$")
 _ID_CHARS = re.compile(r"[0-9/\\@.:#_-]")
 # Argument names that size or shape an answer (how many, how big): never a resource named.
 _SHAPE_KEY = re.compile(r"^(?:limit|per_?page|page_?size|size|max_?results|max_?items|top|count|max|num_?results|k|n|"
@@ -53,7 +54,7 @@ ACTION_VERBS = frozenset({
     "remove", "rename", "reply", "resolve", "restart", "save", "schedule", "send", "set", "star", "store", "submit",
     "subscribe", "tag", "transfer", "unsubscribe", "update", "upload", "upsert", "write", "replace", "append",
     "overwrite", "commit", "push", "enqueue", "dispatch", "trigger", "charge", "purchase", "buy", "reserve", "make",
-    "respond",
+    "respond", "say", "speak", "announce",  # said to a person (a voice agent speaking the same sentence again)
 })
 # Verbs that bring a new object into being: two of them with the same content are two copies.
 CREATE_VERBS = frozenset({"create", "new", "add", "insert", "make", "register", "post", "publish", "submit", "book",
@@ -76,6 +77,10 @@ PENDING = frozenset({
     "pending", "queued", "running", "in_progress", "in progress", "inprogress", "processing", "started", "starting",
     "waiting", "building", "deploying", "provisioning", "creating", "scheduled", "accepted", "submitted", "active",
     "initializing", "working", "not_ready", "not ready", "处理中", "排队中", "进行中", "运行中", "等待中", "部署中",
+    # the same words in their other spellings and a few more of a job or a call under way
+    "in-progress", "not-ready", "in-flight", "inflight", "ringing", "dialing", "executing", "preparing",
+    "validating", "verifying", "uploading", "downloading", "transcoding", "rendering", "restoring", "migrating",
+    "执行中", "生成中", "上传中", "审核中", "验证中", "准备中",
 })
 # Words of an acknowledgement ({"status": "sent"}, {"msg": "success"}).
 ACK_WORDS = frozenset({
@@ -88,6 +93,7 @@ PAGE_KEYS = frozenset({
     "page", "pageno", "pagenum", "pagenumber", "pageindex", "pageidx", "offset", "skip", "start", "startindex",
     "startat", "cursor", "pagetoken", "nextpagetoken", "nexttoken", "continuationtoken", "continuation", "marker",
     "after", "startingafter", "startcursor", "pagecursor", "from",
+    "before", "endingbefore",               # the cursor that walks back (older messages before this id)
 })
 _PAGE_KEY: dict[str, bool] = {}
 # Result fields that say whether a listing goes on.
@@ -405,10 +411,17 @@ def is_offset_key(key: Any) -> bool:
 
 # argument name -> (_key_kind, is_page_key, is_offset_key), all read in one look
 _INT_TEXT = tuple(str(i) for i in range(1024))     # repr() of the small whole numbers (pages, limits, counts)
-_ARG_KEY: dict[str, tuple[int, bool, bool]] = {}
+_ARG_KEY: dict[str, tuple[int, bool, int]] = {}
+_ORDER_KEYS = frozenset({"sort", "sortby", "sortorder", "sortfield", "sortkey", "sortdir", "sortdirection",
+                         "orderby", "ordering", "direction"})     # ("order" alone is as often an order's id)
 
 
-def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict, bool]:
+def is_order_key(key: Any) -> bool:
+    """An argument name that says in which order to list (``sort``, ``orderBy``, ``sort_direction``)."""
+    return type(key) is str and key.casefold().replace("_", "").replace("-", "") in _ORDER_KEYS
+
+
+def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) -> tuple[str, str, str, dict, int]:
     """(signature, target, series, parts, offset) of a call, in one pass over the sorted arguments.
 
     * signature: ``tool:key=value,...`` with every value in :func:`canon` form
@@ -420,15 +433,17 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     * series: the signature without its paging arguments (page, offset,
       cursor, ...): the calls that walk one listing;
     * parts: argument name -> canonical value, to tell which arguments two calls differ in;
-    * offset: a whole-number argument named as an offset (ignored or not), the only
-      calls whose answer :func:`._evidence.offset_end` has to read.
+    * offset: bit 1, a whole-number argument named as an offset (ignored or not), the only
+      calls whose answer :func:`._evidence.offset_end` has to read; bit 2, an argument that names
+      an order (``sort``, ``orderBy``), the only calls whose answer is compared with the tool's
+      last one as a set.
 
     The first four are keys for equality, never parsed back."""
     parts: dict[str, str] = {}
     sig: list[str] = []
     targets: list[str] = []
     series: list[str] = []
-    paged = offset = False
+    paged, offset = False, 0
     n = len(arguments)
     if n == 2:
         a, b = arguments
@@ -439,13 +454,16 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
         value = arguments[key]
         known = _ARG_KEY.get(key)
         if known is None:
-            known = (_key_kind(key), is_page_key(key), is_offset_key(key))
+            known = (_key_kind(key), is_page_key(key), 1 if is_offset_key(key) else 2 if is_order_key(key) else 0)
             if len(_ARG_KEY) < 4096:
                 _ARG_KEY[key] = known
         kind, page, at = known
         kind_of = type(value)
-        if at and kind_of is int:
-            offset = True                   # read before the skips below: offset_end reads every argument
+        walk = None
+        if at and (kind_of is int or at == 2):
+            offset |= at                    # read before the skips below: offset_end reads every argument
+            if at == 2:
+                kind = _SHAPE               # an order names no resource (sort: "-name")
         if kind == _RETRY or (ignore and key in ignore):
             continue                        # a retry counter or backoff delay: the same call
         if kind_of is int:                  # the common number first (bool is not int here)
@@ -461,6 +479,8 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
                                              and _ID_CHARS.search(value) is not None)
                 if target and ("/" in value or "\\" in value) and "://" not in value:
                     value = _norm_path(value)
+                elif target and "?" in value and "://" in value:
+                    walk = _url_without_pages(value)     # a page asked for in the URL's query ($skip=100)
                 elif kind == _TARGET and len(value) <= 64 and _ID_SEPARATORS.search(value):
                     # an identifier written with spaces or dashes ("DD2026113 0008", "DD-20261130008",
                     # "555-123 4567") names the same thing as without them
@@ -489,6 +509,9 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
             targets.append(part)
         if page:
             paged = True
+        elif walk is not None:
+            paged = True
+            series.append(f'{key}="{norm_text(walk, False, False)}"')
         elif kind_of is dict and any(type(k) is str and is_page_key(k) for k in value):
             # the page inside an object of query parameters ({"params": {"page": 13}})
             paged = True
@@ -498,6 +521,15 @@ def describe_call(tool: str, arguments: dict[str, Any], ignore: frozenset[str]) 
     head = tool + ":"
     signature = head + ",".join(sig)
     return signature, ",".join(targets), (head + ",".join(series)) if paged else signature, parts, offset
+
+
+def _url_without_pages(url: str) -> str | None:
+    """A URL whose query names a page (``$skip=100``, ``page=3``, ``cursor=...``) without those
+    parameters: the listing it walks. None when its query names no page."""
+    base, _, query = url[:2048].partition("?")
+    params = query.split("&")
+    keep = [p for p in params if not is_page_key(p.partition("=")[0].lstrip("$"))]
+    return None if len(keep) == len(params) else base + "?" + "&".join(keep)
 
 
 _SLASHES = re.compile(r"/{2,}")
@@ -663,8 +695,10 @@ def pending_form(data: Any) -> bool:
     status (``task_status``, ``jobState``), an HTTP 202 (Accepted: "processing has not been
     completed", RFC 9110), a short answer (three fields at most) whose only word is a pending one
     (``{".tag": "in_progress"}``)."""
-    if type(data) is not dict or len(data) > 6 or not _POLL_KEYS.isdisjoint(data):
+    if type(data) is not dict or len(data) > 6 or not all(type(data[k]) is int for k in _POLL_KEYS.intersection(data)):
         return False                        # a record with a status-like field somewhere is not a status answer
+                                            # (unless that status is a number: {"job_status": 2, "msg": "processing"}
+                                            # says in words what the code means)
     for key, value in data.items():
         kind = type(value)
         if kind is str:
@@ -767,6 +801,26 @@ def volatile_pair(a: str | None, b: str | None) -> bool:
     return _DIGITS.sub("#", a) == _DIGITS.sub("#", b) or _HEX_RUN.sub("#", a) == _HEX_RUN.sub("#", b)
 
 
+_TOKEN = re.compile(r"(?<![0-9a-z])(?=[0-9a-z]*[0-9])(?=[0-9a-z]*[a-z])[0-9a-z]{6,}(?![0-9a-z])")
+
+
+def token_copy(a: str | None, b: str | None) -> bool:
+    """Two canonical argument values that differ only in high-entropy tokens (runs of 6 or more
+    letters and digits mixed: a random suffix ``report-803bdd.parquet`` / ``report-6581f5.parquet``,
+    a fresh request or routing key): the same value made unique anew, not another thing. A value
+    with no such token, or the same tokens, is not."""
+    if a is None or b is None or a == b:
+        return False
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    return bool(ta) and len(ta) == len(tb) and all(x != y for x, y in zip(ta, tb)) \
+        and _TOKEN.sub("#", a) == _TOKEN.sub("#", b)
+
+
+def tokens_of(value: str) -> list[str]:
+    """The high-entropy tokens of a canonical argument value (see :func:`token_copy`)."""
+    return _TOKEN.findall(value)
+
+
 _COPY_MARK = re.compile(r"\s*\(\d+\)")
 _COUNTER = re.compile(r"[-_ ]\d+(?=\.[a-z0-9]+\"?$|\"?$)")
 
@@ -819,6 +873,13 @@ def page_state(data: Any, arguments: dict[str, Any] | None = None) -> int:
             if below > 0:
                 return below
             said = min(said, below)
+            if not below:
+                for w in v.values():        # inside an envelope ({"code": 200, "data": {"pagination": {...}}})
+                    if type(w) is dict:
+                        deeper = _page_level(w, arguments)
+                        if deeper > 0:
+                            return deeper
+                        said = min(said, deeper)
     return said
 
 
@@ -834,18 +895,18 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
             if k[:1] == "x" and key[1:2] in ("_", "-") and k[1:] in _NEXT_KEYS:
                 k = k[1:]                   # a response header kept as a field (X-Next-Page -> x_next_page)
             kind = (1 if k in _MORE_FLAGS else 2 if k in _LAST_FLAGS else 3 if k in _NEXT_KEYS
-                    else 4 if k in _COUNT_FLAGS else 0)
+                    else 4 if k in _COUNT_FLAGS else 5 if k == "link" else 0)
             if len(_FLAG_KIND) < 4096:
                 _FLAG_KIND[key] = kind
                 if not kind:
                     _PLAIN_KEYS.add(key)
         if not kind:
             continue
-        if kind == 1 and isinstance(value, bool):
+        if kind == 1 and (isinstance(value, bool) or (type(value) is int and value in (0, 1))):   # (a 0/1 flag too)
             if not value:
                 return 1
             said = min(said, -1)
-        elif kind == 2 and isinstance(value, bool):
+        elif kind == 2 and (isinstance(value, bool) or (type(value) is int and value in (0, 1))):
             if value:
                 return 1
             said = min(said, -1)
@@ -856,11 +917,34 @@ def _page_level(level: dict, arguments: dict[str, Any] | None) -> int:
                     v == value for k, v in arguments.items() if is_page_key(k)):
                 return 2                    # the next cursor is the one sent: the walk does not advance
             said = -2                       # goes on, from a cursor the caller must send
+        elif kind == 5 and type(value) is str:
+            link = _link_state(value)
+            if link > 0:
+                return 1
+            said = min(said, link)
         elif kind == 4 and isinstance(value, int) and not isinstance(value, bool):
             page = level.get("page", level.get("current_page", level.get("currentPage")))
             if isinstance(page, int) and not isinstance(page, bool) and (value <= 0 or page >= value):
                 return 1                    # page 1 of 1, or a page number past a count of 0
     return said
+
+
+_LINK_PART = re.compile(r"<[^>]*>([^<]*)")
+_REL_NEXT = re.compile(r"\brel\s*=\s*\"?[^\";,]*\bnext\b", re.IGNORECASE)
+_NO_RESULTS = re.compile(r"\bresults\s*=\s*\"?false\b", re.IGNORECASE)
+
+
+def _link_state(value: str) -> int:
+    """A ``Link`` header kept as a field (RFC 8288): ``1`` when it links no next page (the last
+    page links only ``prev`` / ``first``) or its next link says it holds nothing
+    (``results="false"``), ``-2`` when it links a next page, ``0`` when it links nothing."""
+    rels = False
+    for m in _LINK_PART.finditer(value[:4096]):
+        params = m.group(1)
+        if _REL_NEXT.search(params):
+            return 1 if _NO_RESULTS.search(params) else -2
+        rels = rels or "rel" in params.casefold()
+    return 1 if rels else 0
 
 
 def page_end(data: Any, arguments: dict[str, Any] | None = None) -> bool:

@@ -17,6 +17,7 @@ from ._calls import (
     _SHAPE,
     TRANSIENT_TYPES,
     _key_kind,
+    _ID_KEY,
     canon_result,
     is_page_key,
     is_pending,
@@ -45,8 +46,8 @@ def _within(data: dict, depth: int, sent: frozenset) -> bool:
             if (is_pending(job) or pending_form(job)) and any(type(v) is str and v in sent for v in job.values()):
                 return True
         elif type(value) is dict and len(value) <= 32:
-            if is_pending(value):
-                return True
+            if is_pending(value) or pending_form(value):
+                return True                 # (a status field in any case or form: ``{"Status": {"State": "QUEUED"}}``)
             if depth + 1 < _MAX_DEPTH and _within(value, depth + 1, sent):
                 return True
     return False
@@ -75,37 +76,41 @@ _TIMING = re.compile(r"(?:^|_)(?:latency|elapsed|took|duration|timing|(?:respons
 _NUMBERS = (int, float)
 
 
-def content_units(data: Any) -> set[str] | None:
+def content_units(data: Any, names: bool = False) -> set[str] | None:
     """What a result says, as a set of units that do not depend on order: each item of a
     list by its text (its strings; numbers on a listed item, a score or a rank, belong to
     this answer's ordering, not to the item), each line of a multi-line text, and every
     other scalar with its path. ``None`` when the result holds neither a list nor a
-    multi-line text (its exact form is then all there is to compare)."""
+    multi-line text (its exact form is then all there is to compare). ``names``: a listed
+    item by its words only (a number written as a string, ``"count": "478"``, is a number too)."""
     units: set[str] = set()
     found = [False]
-    _units(data, "", units, found, 0)
+    _units(data, "", units, found, 0, names)
     return units if found[0] else None
 
 
-def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> None:
+def _units(value: Any, path: str, units: set[str], found: list, depth: int, names: bool = False) -> None:
     if len(units) >= _MAX_UNITS or depth > 6:
         return
     kind = type(value)
     if kind is dict:
+        listing = depth == 0 and any(type(v) is list for v in value.values())
         for key, inner in value.items():
             if type(inner) in _NUMBERS and _TIMING.search(key):
                 continue                    # how long this answer took is not what it says
+            if listing and type(inner) is str and type(key) is str and _ID_KEY.search(key):
+                continue                    # nor the id of the answer beside its list (a search id, a request id)
             if type(inner) is str and len(inner) <= 40 and _STAMP.fullmatch(inner.strip()):
                 continue                    # nor when it was given (``query_time``, ``fetched_at``)
-            _units(inner, f"{path}.{key}", units, found, depth + 1)
+            _units(inner, f"{path}.{key}", units, found, depth + 1, names)
     elif kind is list:
         found[0] = True
         for item in value[:_MAX_UNITS]:
             if type(item) is dict:
-                texts = sorted(_texts(item, 0))
+                texts = sorted(_texts(item, 0, names))
                 units.add(f"{path}[]" + ("\x1f".join(texts) if texts else canon_result(item)))
             elif type(item) is list:
-                _units(item, path + "[]", units, found, depth + 1)
+                _units(item, path + "[]", units, found, depth + 1, names)
             else:
                 units.add(f"{path}[]{_norm(item)}")
     elif kind is str and "\n" in value:
@@ -118,13 +123,17 @@ def _units(value: Any, path: str, units: set[str], found: list, depth: int) -> N
         units.add(f"{path}={_norm(value)}")
 
 
-def _texts(item: dict, depth: int) -> list[str]:
+_NUMBER_TEXT = re.compile(r"\s*[-+]?\d[\d,]*(?:\.\d+)?\s*%?\s*")
+
+
+def _texts(item: dict, depth: int, names: bool = False) -> list[str]:
     out = []
     for key, value in item.items():
         if type(value) is str:
-            out.append(f"{key}={norm_text(value)}")
+            if not (names and _NUMBER_TEXT.fullmatch(value)):
+                out.append(f"{key}={norm_text(value)}")
         elif type(value) is dict and depth < 3:
-            out += _texts(value, depth + 1)
+            out += _texts(value, depth + 1, names)
     return out
 
 
@@ -145,10 +154,22 @@ def transient_failure(result: ToolResultEvent) -> bool:
     waiting, even when it calls its limit a quota (``Throttling.RateQuota``)."""
     kind = (result.error_type or "").casefold()
     if kind in _LASTING_TYPES:
-        return False
+        return kind == "conflict" and held_by_another(result)     # a conflict over a lock ends when it is let go
     if kind in TRANSIENT_TYPES and _LATER.search(result.error or ""):
         return True
-    return is_transient(result)
+    return is_transient(result) or held_by_another(result)
+
+
+# A failure that says another holds what the call needs (a state lock, a locked row or file, HTTP 423):
+# it clears when the holder lets go, not by changing the call.
+_HELD = re.compile(r"\b(?:acquir\w* (?:the |a )?\w*\s?lock|lock(?:ed)? by|is locked|resource locked|lock held|"
+                   r"held by another|423 locked)\b|(?:被|已被)\S{0,6}(?:锁定|占用)|获取\S{0,4}锁", re.IGNORECASE)
+
+
+def held_by_another(result: ToolResultEvent) -> bool:
+    """A failure that says a lock is held (``error acquiring the state lock``, ``423 Locked``):
+    a wait for its holder, so a transient failure under the retry budget."""
+    return not result.ok and _HELD.search(result.error or "") is not None
 
 
 _LATER = re.compile(r"try again later|retry later|稍后(?:再)?重?试", re.IGNORECASE)
@@ -182,6 +203,14 @@ def carries_idempotency_key(arguments: dict) -> bool:
     """A write sent with an idempotency key (``idempotency_key``, ``Idempotency-Key``, ``idempotencyToken``):
     the server does it once however often it arrives, so sending it again repeats nothing."""
     return any(type(k) is str and "idempoten" in k.casefold() and arguments[k] for k in arguments)
+
+
+def idempotency_key(arguments: dict) -> str | None:
+    """The idempotency key a write carries (its value as text), None without one."""
+    for k in arguments:
+        if type(k) is str and "idempoten" in k.casefold() and arguments[k]:
+            return str(arguments[k])
+    return None
 
 
 # A yes/no question that offers or confirms an action ("Want me to check again?", "Should I send it?",
@@ -239,6 +268,36 @@ def offset_end(data: Any, arguments: dict[str, Any]) -> bool:
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.IGNORECASE)
 
 
+def unwrap(data: dict) -> dict:
+    """A small answer as one flat record: an envelope of one key (``{"response": {...}}``) opened, and
+    one level of objects and one-item lists of objects below it read as fields by their own names
+    (``{"url_list": [{"short_url": ...}], "request_id": ...}`` -> ``short_url``, ``request_id``). A flat
+    answer is itself; a bigger one comes back as it was."""
+    for _ in range(3):
+        if len(data) != 1:
+            break
+        inner = next(iter(data.values()))
+        if type(inner) is list and len(inner) == 1:
+            inner = inner[0]
+        if type(inner) is not dict or not inner:
+            break
+        data = inner
+    flat: dict = {}
+    for key, value in data.items():
+        if type(value) is list and len(value) == 1 and type(value[0]) is dict:
+            value = value[0]
+        if type(value) is dict:
+            if len(value) > 16:
+                return data
+            for k, v in value.items():
+                if type(v) in (dict, list):
+                    return data
+                flat[k if k not in flat and k not in data else f"{key}.{k}"] = v
+        else:
+            flat[key] = value
+    return flat if len(flat) <= 32 else data
+
+
 def without_stamps(data: dict) -> dict:
     """A small answer without its date-time values (``created_at``, ``enqueued_at``): a new object made by
     the same call carries a new id and a new creation time, both marks of the new thing, not of another
@@ -273,10 +332,20 @@ def only_shape_differs(before: dict, parts: dict) -> bool:
     return all(_key_kind(str(k)) == _SHAPE for k in parts if parts[k] != before[k])
 
 
+_SPAN = re.compile(r'"(\d{1,9})\s*(?:-|:|\.\.|~|–)\s*(\d{1,9})"')
+
+
 def _ints(text: str) -> tuple[int, ...] | None:
-    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first); anything else None."""
+    """``"400"`` -> (400,), ``"[1,400]"`` -> (1, 400) (low end first), a range written as a string
+    (``"10-19"``, ``"10:19"``, ``"10..19"``: a span of cells, lines or rows) -> (10, 19); anything else None."""
     if text.isdigit():
         return (int(text),)
+    if text[:1] == '"':
+        m = _SPAN.fullmatch(text)
+        if m is None:
+            return None
+        a, b = int(m.group(1)), int(m.group(2))
+        return (a, b) if a <= b else None
     if text[:1] == "[" and text[-1:] == "]":
         inner = text[1:-1].split(",")
         if len(inner) == 2 and all(p.strip().isdigit() for p in inner):

@@ -120,6 +120,18 @@ def _no_items(data: Any) -> bool:
     return lists
 
 
+def _shows_items(data: Any) -> bool:
+    """An answer with a non-empty list at the top or one level down (the items of a page)."""
+    if type(data) is not dict:
+        return bool(data) and type(data) is list
+    for value in data.values():
+        if type(value) is list and value:
+            return True
+        if type(value) is dict and any(type(inner) is list and inner for inner in value.values()):
+            return True
+    return False
+
+
 _TEMPLATE_FILL = 80.0   # rapidfuzz ratio at or above which two messages are one template with other values in it
 
 

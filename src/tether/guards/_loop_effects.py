@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from rapidfuzz.fuzz import token_sort_ratio as _similarity
 from ..messages import ToolCallRequest
-from ._evidence import carries_idempotency_key
+from ._evidence import carries_idempotency_key, idempotency_key
 from ._base import Intervention
-from ._calls import split_free, names_resource, numbered_copy, volatile_pair
+import json
+
+from ._calls import split_free, names_resource, numbered_copy, token_copy, tokens_of, volatile_pair
 from ._loop_common import _only_body_differs, _TEMPLATE_FILL, _MIN_CONTENT, _DIGITS_RE, _bound, _ordinal, _short
 
 
@@ -28,7 +30,12 @@ class _EffectRules:
         again makes another ticket, message or charge, whatever id it returns (unless it
         carries an idempotency key: then the server does it once)."""
         if carries_idempotency_key(call.arguments):
-            return None
+            # the server does it once, if the key is the one sent before: a fresh key on the same content
+            # (the last success of the tool) is a new request
+            last = self.sent.get(call.name)
+            if last is None or len(last) < 6 or last[5] is None or last[0] != self._pending[1][3] \
+                    or last[5] == idempotency_key(call.arguments):
+                return None
         done = self.acted.get(sig, 0)
         limit = self.config.max_action_repeats
         if done < limit or self.acted_replied.get(sig, 0) != self.replied:
@@ -74,8 +81,10 @@ class _EffectRules:
         else:
             differ = [k for k in parts if parts[k] != prev_parts[k]]
             same = sum(len(parts[k]) for k in parts if parts[k] == prev_parts[k])
-            if same < _MIN_CONTENT or not all(not names_resource(k) and volatile_pair(prev_parts[k], parts[k])
-                                              for k in differ):
+            if same < _MIN_CONTENT or not all((not names_resource(k) and volatile_pair(prev_parts[k], parts[k]))
+                                              or self._made_up(prev_parts[k], parts[k]) for k in differ):
+                # a name or key made unique anew (a random suffix, a fresh request key) on the same content is
+                # the same thing sent again
                 return None
         self._say("loop.duplicate_action", tool=call.name, args=_short(call.arguments), count=1)
         return ("duplicate_action", f"resend:{call.name}",
@@ -91,15 +100,34 @@ class _EffectRules:
         self.created[tool] = [dict(parts), last[1] + 1 if copy else 1]
         _bound(self.created)
 
-    @staticmethod
-    def _copy_of(before: dict, parts: dict) -> bool:
+    def _made_up(self, before: str, now: str) -> bool:
+        """Two values that differ only in high-entropy tokens, the new ones read in no answer kept:
+        made up for this call (a random suffix, a fresh request key), not taken from a listing
+        (a customer id read from a list names another customer)."""
+        if not token_copy(before, now):
+            return False
+        recent = list(self._answers.values())[-16:]       # the answers read last (bounded work on a rare path)
+        read = json.dumps(recent, ensure_ascii=False, default=str).casefold()
+        return not any(t in read for t in tokens_of(now))
+
+    def _made_up_call(self, before: dict, parts: dict) -> bool:
+        """Two calls of one tool whose arguments differ only in tokens made up for each (see
+        :meth:`_made_up`), next to at least ``_MIN_CONTENT`` characters of the same content."""
+        if before.keys() != parts.keys() or before == parts:
+            return False
+        differ = [k for k in parts if parts[k] != before[k]]
+        return sum(len(parts[k]) for k in parts if k not in differ) >= _MIN_CONTENT \
+            and all(self._made_up(before[k], parts[k]) for k in differ)
+
+    def _copy_of(self, before: dict, parts: dict) -> bool:
         """The same content (at least ``_MIN_CONTENT`` characters of identical
         arguments) under a name numbered anew."""
         if before.keys() != parts.keys():
             return False
         differ = [k for k in parts if before[k] != parts[k]]
         same = sum(len(parts[k]) for k in parts if k not in differ)
-        return bool(differ) and same >= _MIN_CONTENT and all(numbered_copy(before[k], parts[k]) for k in differ)
+        return bool(differ) and same >= _MIN_CONTENT and all(numbered_copy(before[k], parts[k])
+                                                             or self._made_up(before[k], parts[k]) for k in differ)
 
     def _duplicate_create(self, call: ToolCallRequest, described: tuple):
         """A create whose content already made an object, under a name that differs

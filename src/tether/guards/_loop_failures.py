@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
+import re
+
 from ..events import ToolResultEvent
 from ..messages import ToolCallRequest
-from ._evidence import delay_asked, retry_after_s
+from ._evidence import delay_asked, held_by_another, retry_after_s
 from ._base import Intervention
 from ._calls import no_such_tool, result_hash
 from ._loop_common import _SIG, _RESULT, _family, _grew, _MAX_KEYS, _bound, _short
+
+
+# An error that refuses an argument as such (not its value): another value will be refused the same way.
+_REFUSED_OPTION = re.compile(
+    r"(?:option|parameter|argument|field|param)s?\W{0,3}(?:is |are )?not (?:supported|allowed|permitted)|"
+    r"(?:unsupported|unknown|unrecognized|invalid) (?:option|parameter|argument|field|param)s?\b|"
+    r"不支持的?(?:参数|选项|字段)|(?:参数|选项)\S{0,8}不(?:支持|允许)|未知的?(?:参数|字段|选项)", re.IGNORECASE)
 
 
 class _FailureRules:
@@ -32,7 +41,7 @@ class _FailureRules:
                 {"count": 2, "limit": 1, "tool": call.name})
 
     def _failing_again(self, call: ToolCallRequest, tool: str, sig: str, st: list, rkey: str, target: str,
-                       result: ToolResultEvent):
+                       result: ToolResultEvent, parts: dict | None = None):
         """After a failure that is not transient: a failed call changes nothing, so
 
         * the same call failing the same way as its last call, with no success of any call
@@ -54,7 +63,8 @@ class _FailureRules:
         same = run is not None and run[0] == rkey and run[2] == target
         earlier = run[3] if run is not None and len(run) > 3 and run[2] == target else []
         back = not same and rkey in earlier          # an error of this run that had gone away came back
-        run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target, [*earlier[-7:], rkey]]
+        refused = self._refused_argument(run, rkey, parts, result)
+        run = self.err_runs[tool] = [rkey, run[1] + 1 if same else 1, target, [*earlier[-7:], rkey], parts]
         if len(self.err_runs) > _MAX_KEYS:
             _bound(self.err_runs)
         detour = len(self.calls) > 1 and self.calls[-2][_SIG] != sig     # another call was tried between
@@ -74,6 +84,13 @@ class _FailureRules:
                     "round in a circle. Look at all the errors together and make one change that satisfies them, or "
                     "say what is in conflict.",
                     {"count": len(earlier) + 1, "limit": len(earlier)})
+        if refused is not None and "no_progress" in cfg.rules:
+            self._say("loop.no_progress", count=2, limit=1)
+            return ("no_progress", f"~refused:{tool}",
+                    f"{call.name} ({_short(self._args or {})}) failed again with the same error, which names the "
+                    f"argument changed between ({refused}): the argument itself is refused, whatever its value. Do "
+                    "not try other values of it: drop it, look the supported options up, or say what cannot be done.",
+                    {"count": 2, "limit": 1})
         if "no_progress" in cfg.rules and run[1] >= cfg.max_same_error:
             self._say("loop.no_progress", count=run[1], limit=cfg.max_same_error - 1)
             return ("no_progress", f"~error:{tool}",
@@ -82,6 +99,19 @@ class _FailureRules:
                     "error is about: read it again, look the expected form up, or ask.",
                     {"count": run[1], "limit": cfg.max_same_error - 1})
         return None
+
+    @staticmethod
+    def _refused_argument(run: list | None, rkey: str, parts: dict | None, result: ToolResultEvent) -> str | None:
+        """The tool's last failure was this very error, the call changed one argument since, and
+        the error names that argument ("Option not supported: page[offset]"): the name of the
+        argument, else None."""
+        if run is None or len(run) < 5 or run[0] != rkey or not parts or not run[4] or run[4].keys() != parts.keys():
+            return None
+        differ = [k for k in parts if parts[k] != run[4][k]]
+        error = result.error or ""
+        if len(differ) != 1 or len(differ[0]) < 4 or differ[0] not in error or _REFUSED_OPTION.search(error) is None:
+            return None                     # ("old_string not found": the value is wrong, not the argument)
+        return differ[0]
 
     def _nothing_succeeded_since(self, st: list) -> bool:
         """No call succeeded since the earlier call of ``st`` (its last index before this one)."""
@@ -136,8 +166,10 @@ class _FailureRules:
             r[7] = said
             if self.waited > r[1]:
                 r[4] = self.waited              # backing off with a wait tool
-            elif at_s - r[2] < cfg.min_retry_gap_s:
-                r[3] += 1
+            elif at_s - r[2] < cfg.min_retry_gap_s or (r[5] is not None and at_s - r[2] < r[5]
+                                                        and not _grew(r[5], asked)):
+                r[3] += 1                       # no wait between, or less than the wait the server asked for (and
+                                                # asks again: a wait that grows is being honoured, see below)
             if _grew(r[5], asked) or _grew(r[6], delay):
                 r[4] = index                    # backing off: the wait the server asks for grows (it is being
                                                 # honoured), or the call sets a growing delay itself
@@ -146,10 +178,13 @@ class _FailureRules:
         r[1], r[2] = index, at_s
         retried = r[0] - 1
         hammering = r[3] >= cfg.max_immediate_retries
+        # the very same lock every time (the same holder, since the same moment): a hint at the usual attempt
+        # count whatever the waits between (a backoff does not make another holder let go)
         key = f"retry_budget:{tool}"
         if hammering:
             limit, how = cfg.max_immediate_retries, " in quick succession"
-        elif (r[0] == cfg.retry_hint_after and r[4] < 0 and r[8] or r[0] == cfg.max_transient_retries + 1) \
+        elif (r[0] == cfg.retry_hint_after and r[8] and (r[4] < 0 or held_by_another(result))
+              or r[0] == cfg.max_transient_retries + 1) \
                 and key not in self.hinted and len(self.hinted) < cfg.max_hints:
             limit, how = cfg.max_transient_retries, ""
         else:

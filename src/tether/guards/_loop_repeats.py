@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from ..messages import ToolCallRequest
 from ._evidence import content_units
-from ._calls import is_ack, names_resource, volatile_pair
+from ._calls import _QUERY, _key_kind, is_ack, is_order_key, names_resource, volatile_pair
 from ._loop_common import (
     _NORMAL,
     _TRANSIENT,
@@ -22,6 +23,19 @@ from ._loop_common import (
     _ordinal,
     _short,
 )
+
+
+def _only_query_differs(before: dict, parts: dict) -> bool:
+    """Two calls whose arguments differ only in free text (``q``, ``query``, ``keywords``) put in other
+    words: a search reworded. Words dropped from it (the same words in another order, or fewer of them)
+    widen the search: a new try, not a rewording."""
+    if before.keys() != parts.keys() or before == parts:
+        return False
+    return all(_key_kind(k) == _QUERY and not set(_WORDS.findall(parts[k])) <= set(_WORDS.findall(before[k]))
+               for k in parts if parts[k] != before[k])
+
+
+_WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_\u3400-\u9fff]+")   # each CJK character, and words of other scripts
 
 
 class _RepeatRules:
@@ -54,6 +68,26 @@ class _RepeatRules:
         if len(self.units) > 64:
             del self.units[next(iter(self.units))]
         return rkey
+
+    def _reordered(self, tool: str, parts: dict, rkey: str, data: Any) -> str:
+        """The same question in another order (only ``sort`` / ``orderBy`` changed since the tool's
+        last call) answered with the same things: the same answer, whatever order and numbers
+        (counts, scores) it lists them with. Returns the result key to record the call under.
+        Read only on a first call that names an order."""
+        prev = self.last[tool]
+        before = prev[0]
+        if prev[1] == rkey or before.keys() != parts.keys():
+            return rkey
+        differ = [k for k in parts if parts[k] != before[k]]
+        if not differ or not all(is_order_key(k) for k in differ):
+            return rkey
+        earlier = self._answers.get(f"{tool}:" + ",".join(f"{k}={v}" for k, v in before.items()))
+        if earlier is None:
+            return rkey
+        units = content_units(data, names=True)
+        if not units or units != content_units(earlier, names=True):
+            return rkey
+        return prev[1]
 
     def _capped(self, call: ToolCallRequest):
         """A read asked for more (a bigger ``limit``) and answered the very same: there is no more."""
@@ -176,9 +210,13 @@ class _RepeatRules:
         return the very same substantive data: those arguments change nothing, and
         the calls are the same call. Returns the signature to record the call under."""
         prev = self.last.get(tool)
-        same = prev is not None and prev[1] == rkey and not nothing and not is_ack(data)
+        same = prev is not None and prev[1] == rkey and not is_ack(data) \
+            and (not nothing or _only_query_differs(prev[0], parts))
+        # (nothing again is the same answer only to a search reworded: nothing found for other targets is news)
         # a rewording: other arguments, the same resources named (another region is not a rewording)
-        reworded = same and prev[0] != parts and (len(prev) < 4 or prev[3] == target)
+        # the same data again, in other words, or asked again right away (no other call, no wait between)
+        reworded = same and (len(prev) < 4 or prev[3] == target) \
+            and (prev[0] != parts or (self.calls and self.calls[-1][_SIG] == sig))
         self.last[tool] = [parts, rkey, (prev[2] if len(prev) > 2 else 1) + 1 if reworded else 1, target]
         _bound(self.last)
         if not same:

@@ -105,6 +105,8 @@ from ._evidence import (
     only_shape_differs,
     pending_within,
     transient_failure,
+    idempotency_key,
+    unwrap,
     without_stamps,
 )
 from ._base import BaseGuard, GuardContext, Intervention
@@ -150,6 +152,7 @@ from ._loop_common import (
     LoopConfig,
     _only_body_differs,
     _no_items,
+    _shows_items,
     _MAX_KEYS,
     _bound,
     RULES,
@@ -164,6 +167,12 @@ __all__ = ["RULES", "LoopConfig", "LoopGuard", "canonical_call", "result_hash"]
 
 _NO_LAST = (None, None, 0)
 _GO_ON: Any = object()      # _after_rare: no check applied, go on with the rest
+
+
+def _small(value: Any) -> bool:
+    """The content of a one-key envelope kept for a fresh-id compare: a small object or a one-item list
+    (a checkpoint holds it as JSON)."""
+    return (type(value) is dict and len(value) <= 16) or (type(value) is list and len(value) == 1)
 
 
 def _sent_values(args: dict) -> frozenset:
@@ -250,7 +259,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         """The last trip (the one that stopped the run) as the model reads it."""
         return self._said if lang == self._lang else None
 
-    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict, bool]:
+    def _describe(self, call: ToolCallRequest) -> tuple[str, str, str, dict, int]:
         ignore = self.config.ignore_fields
         extra = self.irrelevant.get(call.name) if self.irrelevant else None
         return describe_call(call.name, call.arguments, ignore | frozenset(extra) if extra else ignore)
@@ -338,21 +347,35 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 answers[sig] = data
                 if len(answers) > 128:
                     _bound(answers, 64)     # amortised: the newer half stays
+                if offset & 2 and tool in self.last:
+                    rkey = self._reordered(tool, parts, rkey, data)    # a listing asked for in another order
             else:
                 rkey = self._known_content(sig, st, rkey, data)
         fresh = None
-        if ok and not wait and not reads and type(data) is dict and len(data) <= 16 and flat_answer(data):
-            # the answer is kept as is (a small flat dict: JSON in a checkpoint) until the same call comes
-            # again; only then are the two split into identifiers and the rest (the split costs more)
+        if ok and not wait and not reads and type(data) is dict and len(data) <= 16 \
+                and (flat_answer(data) or (len(data) == 1 and _small(next(iter(data.values()))))):
+            # the answer is kept as is (a small flat dict, or an envelope of one key: JSON in a checkpoint) until
+            # the same call comes again; only then are the two split into identifiers and the rest (the split
+            # costs more)
             before = self.shapes.get(sig) if st is not None else None
+            same, was = st, rkey
+            if before is None and self.calls and self.calls[-1][_TOOL] == tool:
+                # the tool's call just before differs only in tokens made up for it (a fresh out_trade_no): the
+                # same call
+                prev = self.last.get(tool)
+                if prev is not None and self._made_up_call(prev[0], parts):
+                    psig = f"{tool}:" + ",".join(f"{k}={v}" for k, v in prev[0].items())
+                    same = self.sigs.get(psig)
+                    before = self.shapes.get(psig) if same is not None else None
+                    was = prev[1]
             self.shapes[sig] = dict(data)
             if len(self.shapes) > _MAX_KEYS:
                 _bound(self.shapes)
-            if before is not None and rkey != st[0]:
-                shape = id_split(without_stamps(data), cfg.ignore_fields)
-                earlier = id_split(without_stamps(before), cfg.ignore_fields)
+            if before is not None and rkey != (st[0] if same is st else was):
+                shape = id_split(without_stamps(unwrap(data)), cfg.ignore_fields)
+                earlier = id_split(without_stamps(unwrap(before)), cfg.ignore_fields)
                 if shape is not None and earlier is not None and earlier[0] == shape[0] and earlier[1] != shape[1] \
-                        and self._quiet_since(st, tool):
+                        and self._quiet_since(same, tool):
                     # nothing else happened between: not a re-read after a change
                     fresh = earlier[1]          # the same call made another one of something: a side effect
                     action = True
@@ -396,7 +419,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             if not paged:
                 if state == -2 and cursor_resent(data, args):
                     state = 2               # the cursor sent where the API does not read it comes back
-            elif state == 0 and offset and offset_end(data, args):
+            elif state == 0 and offset & 1 and offset_end(data, args):
                 state = 1                   # an offset at or past the total the answer reports
             elif state <= 0 and not nothing and self._sizes.get(tool, True) \
                     and short_page(data, args) and tool in self.last and self.last[tool][0] != parts:
@@ -414,8 +437,10 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             progress = rkey not in self.seen_results     # another error: the last one was fixed
         elif action:
             progress = sig not in self.acted
-        elif listing is not None and listing[0] and (nothing or rkey in self.seen_results):
-            progress = False                # a page past the end of a listing
+        elif listing is not None and listing[0] and (nothing or rkey in self.seen_results
+                                                     or (state > 0 and sig != skey and not _shows_items(data))):
+            progress = False                # a page past the end of a listing (or one more page that shows no
+                                            # item and says again that the listing ended)
             listing[1] += 1
             past = sig != skey
         elif nothing and state > 1:
@@ -425,6 +450,8 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         elif tkey and tkey not in self.targets:
             # a new target: progress, unless a read returned the very same data again
             progress = rkey not in self.seen_results or nothing or is_ack(data)
+            if not progress and reading and tool in self.last and walks_on(self.last[tool][0], parts):
+                progress = walked = True    # a new span of one resource ("cells": "10-19" after "0-9"): a walk
         elif reading and not nothing and self.last and tool in self.last and walks_on(self.last[tool][0], parts):
             progress = walked = True        # a read walking on through a range (lines 1-400, then 401-800): each
                                             # step reads a part it had not read, whatever its summary says
@@ -477,7 +504,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
             # sends in a row to the same place (the same other arguments), nothing else between
             run = prev[3] + 1 if (free and prev is not None and len(prev) > 4 and prev[4] == index - 1
                                   and _only_body_differs(prev[0], parts) and not is_create_name(tool)) else 1
-            self.sent[tool] = [parts, free, rest, run, index]
+            self.sent[tool] = [parts, free, rest, run, index, idempotency_key(args)]
             _bound(self.sent)
             if is_create_name(tool):
                 self._created(tool, parts)
@@ -613,7 +640,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         if capped is not None:
             return self._ladder(*capped)
         if not ok and kind == _NORMAL:
-            found = self._failing_again(call, tool, sig, st, rkey, target, result)
+            found = self._failing_again(call, tool, sig, st, rkey, target, result, parts)
             if found is not None:
                 return self._ladder(*found)
         elif self.err_runs:
