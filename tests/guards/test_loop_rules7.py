@@ -157,3 +157,30 @@ def test_a_sentence_said_again_is_said_twice(tmp_path):
     say = act("tts.say", {"call_id": "c7", "text": "Perfect, we'll use Arabic for the interpreter."},
               {"spoken_ms": 3900})
     assert [t[1:] for t in offline(tmp_path, [say, say])] == [("duplicate_action", "hint")]
+
+
+def test_a_guard_restored_from_a_checkpoint_does_not_take_ids_read_before_it_for_made_up_tokens():
+    """The answers a made-up token is looked for in are not saved in a checkpoint (they are whole answers):
+    restored, the guard cannot tell an id read from a listing before the checkpoint from one made up, so
+    it does not call it made up (a batch over listed ids resumed half way drew a duplicate hint)."""
+    from tether.events import ToolResultEvent, Trajectory
+    from tether.guards import GuardContext
+    from tether.messages import ToolCallRequest
+
+    ctx = GuardContext(trajectory=Trajectory())
+
+    def step(guard, n, tool, args, data):
+        call = ToolCallRequest(id=f"c{n}", name=tool, arguments=args)
+        said = [guard.before_tool(ctx, call)]
+        said.append(guard.after_tool(ctx, call, ToolResultEvent(step=n, call_id=call.id, tool=tool, ok=True,
+                                                                 data=data)))
+        return [v for v in said if v is not None]
+
+    template = "VIP double twelve 500-80, valid until 2026-12-31"
+    before = LoopGuard()
+    assert step(before, 1, "crm_list_customers", {"tag": "VIP"},
+                {"customers": [{"id": "v1a021"}, {"id": "v1b034"}]}) == []
+    assert step(before, 2, "send_coupon", {"customer_id": "v1a021", "template": template}, {"status": "issued"}) == []
+    restored = LoopGuard()
+    restored.load_state(json.loads(json.dumps(before.state(), ensure_ascii=False)))
+    assert step(restored, 3, "send_coupon", {"customer_id": "v1b034", "template": template}, {"status": "issued"}) == []

@@ -106,6 +106,8 @@ class _EffectRules:
         (a customer id read from a list names another customer)."""
         if not token_copy(before, now):
             return False
+        if self._restored and len(self._answers) < 16:
+            return False        # restored from a checkpoint: the answers read before it, where the token may be, are gone
         recent = list(self._answers.values())[-16:]       # the answers read last (bounded work on a rare path)
         read = json.dumps(recent, ensure_ascii=False, default=str).casefold()
         return not any(t in read for t in tokens_of(now))

@@ -242,6 +242,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
         self._tool = ""                     # ... and its tool
         self._in_after = False              # deciding after a result (not before a call)
         self._answers: dict[str, Any] = {}  # sig -> its last answer as returned (not state: compared on a repeat)
+        self._restored = False              # loaded from a checkpoint: the answers read before it are not here
         self._sizes: dict[str, bool] = {}   # tool -> False once its paged calls named no page size (skips the look-up)
 
     def _language(self, ctx: GuardContext) -> str:
@@ -770,6 +771,7 @@ class LoopGuard(_RepeatRules, _EffectRules, _FailureRules, _QuestionRules, BaseG
                 "page_fails": {k: list(v) for k, v in self.page_fails.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        self._restored = True
         self.calls = deque(list(c) for c in state.get("calls", []))
         self.seen_results = dict(state.get("seen_results", {}))
         self.targets = dict(state.get("targets", {}))
