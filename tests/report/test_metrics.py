@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from tether.cli import app
@@ -91,3 +92,24 @@ def test_stats_after_an_eval(tmp_path):
             "hitl_rate", "cost_mean"]
     assert all(k in m for k in keys) and m["runs"] == 2
     assert m["loop_trigger_rate"] == 1.0             # the stubborn agent repeats; the loop guard trips every time
+
+
+def test_an_age_or_a_date_before_1970_means_every_run_not_an_error(tmp_path):
+    """`--since` / `--older-than` with an age or a date past what a clock holds (99999999d, 0001-01-01) is
+    1970, before every run: `tether store prune --older-than 99999999d` used to prune, then fail on its own
+    closing line ("internal error: year -271764 is out of range")."""
+    from tether.errors import UsageError
+    from tether.report.metrics import parse_since
+
+    assert parse_since("99999999d") == parse_since("0001-01-01") == parse_since("9" * 400 + "d") == 0.0
+    assert parse_since("1d", now=86400 * 3) == 86400 * 2
+    with pytest.raises(UsageError):
+        parse_since("yesterday")
+    db = str(tmp_path / "s.db")
+    assert CliRunner().invoke(app, ["run", "C4-LD-01", "--model", "policy:steady", "--store", db]).exit_code in (0, 1)
+    for age in ("99999999d", "0001-01-01"):
+        res = CliRunner().invoke(app, ["store", "prune", "--older-than", age, "--store", db])
+        assert res.exit_code == 0 and "pruned 0 run(s) and 0 eval(s) created before 1970-01-01" in res.output, \
+            res.output
+    res = CliRunner().invoke(app, ["stats", "--since", "99999999d", "--store", db])
+    assert res.exit_code == 0 and "1 run(s)" in res.output, res.output

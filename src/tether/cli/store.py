@@ -35,7 +35,7 @@ def _which(path: str | None, store: str | None) -> str | None:
 
 
 def _when(ts: float | None) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts is not None else "-"
 
 
 def _size(n: int) -> str:

@@ -51,16 +51,18 @@ def p95(values: list[float]) -> float | None:
 
 
 def parse_since(text: str | None, *, now: float | None = None) -> float | None:
-    """``7d``, ``12h``, ``30m`` (ago) or an ISO date / datetime -> a UNIX time."""
+    """``7d``, ``12h``, ``30m`` (ago) or an ISO date / datetime -> a UNIX time. An age or a date
+    before 1970 is 1970 (no run is older): ``99999999d`` means every run, not an error."""
     if not text:
         return None
     now = dt.datetime.now().timestamp() if now is None else now
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", text)
     if m:
-        return now - float(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)]
+        return max(0.0, now - float(m.group(1)) * {"d": 86400, "h": 3600, "m": 60}[m.group(2)])
     try:
-        return dt.datetime.fromisoformat(text.strip()).timestamp()
-    except ValueError:
+        when = dt.datetime.fromisoformat(text.strip())
+        return 0.0 if when.year < 1970 else max(0.0, when.timestamp())
+    except (ValueError, OverflowError, OSError):
         raise UsageError(f"--since {text!r}: give a duration (7d, 12h, 30m) or a date (2026-01-31)") from None
 
 
