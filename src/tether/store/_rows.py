@@ -23,6 +23,19 @@ def _host() -> str:
 _LINE = orjson.OPT_APPEND_NEWLINE
 
 
+# A run's row made (``create_run``, ``add_whole_run``) and ended (``finish_run``), with ? placeholders
+# (PostgreSQL's store passes them through ``pg``); the ending's metric columns are store/facts.py's.
+_INSERT_RUN = ("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, trial, "
+               "guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+
+
+def _finish_run_sql() -> str:
+    from .facts import COLUMNS
+
+    return ("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
+            + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?")
+
+
 def _chunk(run_id: str, events: list[tuple[int, dict]]) -> tuple:
     first, last = events[0][0], events[-1][0]
     if last - first + 1 != len(events):

@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
-from ._rows import _approval, _Chain, _chunk, _duplicate, _effect, _host, _json, _run
+from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _finish_run_sql, _host, _json,
+                    _run)
 from .connect import redact
 from .opening import StoreError
 from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where, runs_select
@@ -250,8 +251,7 @@ class PostgresStore:
                    kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
         now = time.time()
         try:
-            self._change("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, "
-                         "trial, guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            self._change(_INSERT_RUN,
                          (run_id, now, now, "running", model, case_id, _json(meta or {}), kind, eval_id, trial,
                           guards))
         except self._errors.UniqueViolation:
@@ -262,12 +262,11 @@ class PostgresStore:
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
-        from .facts import COLUMNS, row_values, run_facts
+        from .facts import row_values, run_facts
 
         self._chains.pop(run_id, None)
         facts = row_values(run_facts({"status": status}, self.events(run_id)))
-        self._change("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
-                     + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?",
+        self._change(_finish_run_sql(),
                      (status, reply, reason, time.time(), digest, error_kind, *facts, run_id))
 
     def mark_running(self, run_id: str) -> None:
@@ -275,14 +274,13 @@ class PostgresStore:
 
     def add_whole_run(self, run_id: str, run: dict, events: list[tuple[int, dict]], end: dict | None) -> None:
         """As :meth:`SQLiteStore.add_whole_run`: the row, the events and the end in one transaction."""
-        from .facts import COLUMNS, row_values, run_facts
+        from .facts import row_values, run_facts
 
         now = time.time()
         chunk = _chunk(run_id, events) if events else None
         try:
             with self._tx("events:" + run_id) as db:
-                db.execute(pg("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, "
-                              "eval_id, trial, guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
+                db.execute(pg(_INSERT_RUN),
                            (run_id, now, now, "running", run.get("model", ""), run.get("case_id"),
                             _json(run.get("meta") or {}), run.get("kind", "run"), run.get("eval_id"),
                             run.get("trial", 0), run.get("guards", "off")))
@@ -291,8 +289,7 @@ class PostgresStore:
                 if end is not None:
                     stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
                     facts = row_values(run_facts({"status": end["status"]}, stored))
-                    db.execute(pg("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
-                                  + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?"),
+                    db.execute(pg(_finish_run_sql()),
                                (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
                                 end.get("digest"), end.get("error_kind"), *facts, run_id))
         except self._errors.UniqueViolation:

@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
-from ._rows import _approval, _Chain, _chunk, _duplicate, _effect, _host, _json, _run
+from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _finish_run_sql, _host, _json,
+                    _run)
 from .queries import capped_count, run_where, runs_select
 
 SCHEMA_VERSION = 5
@@ -300,8 +301,7 @@ class SQLiteStore:
                    kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
         now = time.time()
         try:
-            self._tx("INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, trial, "
-                     "guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            self._tx(_INSERT_RUN,
                      (run_id, now, now, "running", model, case_id, _json(meta or {}), kind, eval_id, trial, guards))
         except sqlite3.IntegrityError:
             from ..errors import UsageError
@@ -311,13 +311,11 @@ class SQLiteStore:
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
-        from .facts import COLUMNS, row_values, run_facts
+        from .facts import row_values, run_facts
 
         self._chains.pop(run_id, None)
         facts = row_values(run_facts({"status": status}, self.events(run_id)))
-        self._tx("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
-                 + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?",
-                 (status, reply, reason, time.time(), digest, error_kind, *facts, run_id))
+        self._tx(_finish_run_sql(), (status, reply, reason, time.time(), digest, error_kind, *facts, run_id))
 
     def mark_running(self, run_id: str) -> None:
         self._tx("UPDATE runs SET status='running', updated=? WHERE run_id=?", (time.time(), run_id))
@@ -327,7 +325,7 @@ class SQLiteStore:
         :meth:`create_run`'s keywords), its events and, when it ended, its end (``end``:
         :meth:`finish_run`'s status, reply, reason, digest, error_kind). Killed half way, none of it is
         there, so importing again starts clean; UsageError when the id is taken."""
-        from .facts import COLUMNS, row_values, run_facts
+        from .facts import row_values, run_facts
 
         now = time.time()
         chunk = _chunk(run_id, events) if events else None
@@ -335,12 +333,10 @@ class SQLiteStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 try:
-                    self._db.execute(
-                        "INSERT INTO runs (run_id, created, updated, status, model, case_id, meta, kind, eval_id, "
-                        "trial, guards) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                        (run_id, now, now, "running", run.get("model", ""), run.get("case_id"),
-                         _json(run.get("meta") or {}), run.get("kind", "run"), run.get("eval_id"),
-                         run.get("trial", 0), run.get("guards", "off")))
+                    self._db.execute(_INSERT_RUN, (run_id, now, now, "running", run.get("model", ""),
+                                                   run.get("case_id"), _json(run.get("meta") or {}),
+                                                   run.get("kind", "run"), run.get("eval_id"), run.get("trial", 0),
+                                                   run.get("guards", "off")))
                 except sqlite3.IntegrityError:
                     from ..errors import UsageError
 
@@ -351,8 +347,7 @@ class SQLiteStore:
                 if end is not None:
                     stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
                     facts = row_values(run_facts({"status": end["status"]}, stored))
-                    self._db.execute("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
-                                     + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?",
+                    self._db.execute(_finish_run_sql(),
                                      (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
                                       end.get("digest"), end.get("error_kind"), *facts, run_id))
                 self._db.execute("COMMIT")
