@@ -123,10 +123,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _bounded_int(text: str) -> int:
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 64):       # what SQLite, orjson and PostgreSQL's bigint hold
+        raise ValueError(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} is outside the 64-bit range")
+    return value
+
+
 def loads_json(text: str, where: str, *, line: int | None = None, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``json.loads`` with bounds; a CaseFileError naming ``where`` (and ``line``) when it fails."""
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise CaseFileError([(FileLocation(where, line or exc.lineno, exc.colno), f"not JSON: {exc.msg}")]) from None
     except RecursionError:

@@ -104,3 +104,27 @@ def test_case_schema_is_json():
 def test_unknown_model_is_a_clean_error(tmp_path):
     out = run("eval", "c4", "--model", "nope:x", "--out", str(tmp_path))
     assert out.exit_code == 2 and "unknown model spec" in out.output
+
+
+def test_a_non_utf8_output_encoding_is_no_internal_error(tmp_path):
+    """PYTHONIOENCODING=ascii (or a Latin-1 locale): printing a C4 run was an internal error (70)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db = str(tmp_path / "t.db")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PYTHONIOENCODING": "ascii",
+           "COLUMNS": "200"}
+    env.pop("TETHER_DEBUG", None)
+
+    def tether(*argv):
+        proc = subprocess.run([sys.executable, "-m", "tether.cli", *argv], env=env, capture_output=True, timeout=120,
+                              cwd=tmp_path, stdin=subprocess.DEVNULL)
+        return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8", "replace")
+
+    code, out, err = tether("run", "C4-LD-01", "--run-id", "zh", "--store", db)
+    assert code in (0, 1, 3), err
+    code, out, err = tether("runs", "show", "zh", "--store", db)
+    assert code == 0, err
+    assert "查一下" in out and "internal error" not in err          # a pipe gets UTF-8 whatever the locale says

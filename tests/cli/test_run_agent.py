@@ -89,3 +89,14 @@ def test_model_args_reach_a_provider_model_on_the_wire(tmp_path):
 def test_a_policy_model_takes_no_model_args(tmp_path):
     res = runner.invoke(app, ["run", "C4-PA-01", "--model-arg", "max_tokens=5", "--store", str(tmp_path / "t.db")])
     assert res.exit_code == 2 and "--model-arg" in res.output, res.output
+
+
+def test_an_agent_factory_that_raises_is_the_users_error_not_an_internal_one(tmp_path, monkeypatch):
+    (tmp_path / "broken_agent.py").write_text("def build():\n    raise RuntimeError('OPENAI_API_KEY is not set')\n",
+                                              encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", "C4-LD-01"], ["eval", "c4", "-c", "C4-LD-01", "-q"]):
+        res = runner.invoke(app, [*argv, "--agent", "broken_agent.py:build", "--store", "t.db"])
+        assert res.exit_code == 2, res.output
+        assert "broken_agent.py:build" in res.output and "OPENAI_API_KEY is not set" in res.output, res.output
+        assert "internal error" not in res.output

@@ -311,3 +311,22 @@ def test_runs_approvals_lists_what_waits_for_a_person(tmp_path):
 def test_runs_approvals_refuses_a_run_that_is_not_an_id(tmp_path):
     res = CliRunner().invoke(app, ["runs", "approvals", "--run", "../x", "--store", str(tmp_path / "s.db")])
     assert res.exit_code == 2 and "not a valid id" in res.output and "Traceback" not in res.output
+
+
+def test_an_integer_past_64_bits_in_an_imported_trace_is_refused_with_its_line(tmp_path):
+    """Python reads any integer; the store's encoder (orjson) does not: it was an internal error (70)."""
+    import json
+
+    db = str(tmp_path / "t.db")
+    invoke("run", "C4-LD-01", "--run-id", "big", "--store", db)
+    res = invoke("runs", "export", "big", "--store", db)
+    lines = res.output.splitlines()
+    event = json.loads(lines[2])
+    event["seq"] = -10 ** 30
+    lines[2] = json.dumps(event, ensure_ascii=False)
+    trace = tmp_path / "big.jsonl"
+    trace.write_text("\n".join(lines).replace('"run_id": "big"', '"run_id": "big2"') + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["runs", "import", str(trace), "--store", str(tmp_path / "other.db")],
+                        env={"TETHER_DEBUG": ""})
+    assert res.exit_code == 2, res.output
+    assert f"{trace}:3: not valid JSON: the integer -1000" in res.output and "64-bit" in res.output, res.output

@@ -193,3 +193,23 @@ def test_review_import_to_another_file_and_bad_values(evaluated, tmp_path):
     assert f"{review}:{bad_line}:" in bad.output and "[trials.0.criteria.0.verdict]" in bad.output
     assert "verdict must be pass, fail or unclear (got True)" in bad.output
     assert not (tmp_path / "out2.json").exists()
+
+
+
+def test_writing_results_or_a_review_to_a_full_disk_names_the_file(evaluated):
+    """Through the console script (its last-resort handler is what a user meets)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    results = evaluated / "results.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "COLUMNS": "200"}
+    env.pop("TETHER_DEBUG", None)
+    for argv, what in ((["score", results, "--json", "/dev/full", "-q"], "results file /dev/full"),
+                       (["review", "export", results, "-o", "/dev/full"], "review file /dev/full")):
+        proc = subprocess.run([sys.executable, "-m", "tether.cli", *map(str, argv)], env=env, capture_output=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        assert proc.returncode == 74, out
+        assert f"{what}: the disk is full" in out, out

@@ -133,3 +133,36 @@ examples:
     out = res.output
     assert res.exit_code == 1
     assert "tool 'taobao_search_products' has no argument 'keywrd'" in out
+
+
+def test_a_mock_tool_schema_json_schema_refuses_is_an_error_with_its_line_not_a_crash_at_run(tmp_path):
+    res, out = case(tmp_path, page="{type: '['}")
+    assert res.exit_code == 1, out
+    assert located(out, 11, r"not a valid JSON Schema: '\[' is not valid"), out
+    for argv in (["case", "test", str(tmp_path / "trap.yaml")],
+                 ["run", str(tmp_path / "trap.yaml"), "--store", str(tmp_path / "t.db")]):
+        res = runner.invoke(app, argv, env={"TETHER_DEBUG": ""})
+        assert res.exit_code in (1, 2), (argv, res.output)     # was 70: jsonschema's SchemaError at the tool's build
+        assert "not a valid JSON Schema" in res.output and "internal error" not in res.output, res.output
+
+
+EXAMPLES = """examples:
+- name: calls-once
+  steps:
+  - call: list_orders
+    args: {page: 1}
+  - reply: none
+  expect: {calls: pass}
+"""
+
+
+def test_a_tool_list_of_non_text_is_a_schema_error_not_a_crash(tmp_path):
+    for bad in ("true", "1e308", "null", "[a]"):
+        path = tmp_path / "trap.yaml"
+        text = BASE.replace("{PAGE}", "{type: integer}").replace("{MATCH}", "{page: 1}").replace(
+            "{PASS}", "{min: 1, max: 3}").replace("{FAIL}", "{min: 6}")
+        path.write_text(text.replace("tools: [list_orders]", f"tools: [{bad}]") + EXAMPLES, encoding="utf-8")
+        res = runner.invoke(app, ["case", "validate", str(path)], env={"TETHER_DEBUG": ""})
+        assert res.exit_code == 1, (bad, res.output)
+        assert located(res.output, 13, r"\[tools\.0\]"), (bad, res.output)
+        assert "internal error" not in res.output

@@ -247,3 +247,29 @@ def test_missing_extra_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_otel)
     res = runner.invoke(app, ["run", "C4-LD-01", "--model", "policy:steady", "--otel"])
     assert res.exit_code == 2 and "pip install 'tether[otel]'" in res.output
+
+
+def test_export_otel_says_exported_only_when_the_collector_took_the_spans(tmp_path, monkeypatch):
+    db = tmp_path / "a.db"
+    res = runner.invoke(app, ["run", "C4-LD-01", "--model", "policy:stubborn", "--run-id", "r1", "--store", str(db)])
+    assert "run r1 · status" in res.output, res.output
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    with Receiver() as rx:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rx.endpoint)
+        res = runner.invoke(app, ["runs", "export-otel", "r1", "--store", str(db)])
+        assert res.exit_code == 0, res.output
+        sent = len(rx.spans())
+        assert sent > 0 and f"exported {sent} span(s) of run r1 to {rx.endpoint}" in res.output, res.output
+    # the same endpoint with nobody listening: it used to print "exported" and exit 0 all the same
+    res = runner.invoke(app, ["runs", "export-otel", "r1", "--store", str(db)])
+    assert res.exit_code == 2, res.output
+    assert f"OTLP endpoint {rx.endpoint}" in res.output and "not accepted" in res.output, res.output
+    assert "exported" not in res.output and "internal error" not in res.output
+
+
+def test_export_otel_to_a_full_disk_names_the_file(tmp_path):
+    db = tmp_path / "a.db"
+    runner.invoke(app, ["run", "C4-LD-01", "--model", "policy:stubborn", "--run-id", "r1", "--store", str(db)])
+    res = runner.invoke(app, ["runs", "export-otel", "r1", "--store", str(db), "--file", "/dev/full"])
+    assert res.exit_code == 74, res.output
+    assert "--file /dev/full: the disk is full" in res.output, res.output

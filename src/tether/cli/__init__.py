@@ -238,6 +238,24 @@ def _root() -> None:
     """Keep LLM tool-using agents on a short leash."""
 
 
+def _utf8_or_replace() -> None:
+    """Runs and cases are UTF-8 (C4 is Chinese): a pipe or file gets UTF-8 whatever the locale
+    says; a terminal that cannot show a character gets a replacement, not an internal error
+    (PYTHONIOENCODING=ascii, an ISO-8859-1 locale)."""
+    import codecs
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if codecs.lookup(stream.encoding or "ascii").name == "utf-8":
+                continue
+            tty = stream.isatty()
+        except (AttributeError, LookupError, ValueError):
+            tty = False
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace") if tty else stream.reconfigure(encoding="utf-8", errors="replace")
+
+
 def main() -> None:
     """The console script: every failure becomes one clear line and a documented
     exit code; ``--debug`` (anywhere) or ``TETHER_DEBUG=1`` shows the traceback."""
@@ -247,6 +265,7 @@ def main() -> None:
     if "--debug" in sys.argv[1:]:
         sys.argv.remove("--debug")
         os.environ["TETHER_DEBUG"] = "1"
+    _utf8_or_replace()
 
     try:
         app()

@@ -52,8 +52,9 @@ def _older_than(text: str) -> float:
     try:
         cutoff = parse_since(text)
     except UsageError:
-        raise UsageError(f"--older-than {text!r}: give an age (90d, 12h, 30m) or a date (2026-01-31)") from None
-    assert cutoff is not None
+        cutoff = None
+    if cutoff is None:  # an empty --older-than is no age at all, not "prune everything"
+        raise UsageError(f"--older-than {text!r}: give an age (90d, 12h, 30m) or a date (2026-01-31)")
     return cutoff
 
 

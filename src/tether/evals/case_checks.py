@@ -213,6 +213,7 @@ def prose_problems(data: dict[str, Any], root: yaml.Node | None, path: str) -> t
         if not isinstance(spec, dict):
             continue
         base = ("mock_tools", i, "parameters") if isinstance(data.get("mock_tools"), list) else ("mock_tools", "parameters")
+        before = len(errors)
         for loc, name, sub in _schema_props(spec.get("parameters"), base):
             where = _at(root, path, loc, key=True)
             trap = ("; a comma inside a {...} flow mapping ends the value: quote the description "
@@ -233,7 +234,24 @@ def prose_problems(data: dict[str, Any], root: yaml.Node | None, path: str) -> t
                     errors.append((_at(root, path, (*loc, key), key=True),
                                    f"property {name!r} has a schema key {key!r}" + (" with no value" if value is None
                                    else "") + f", which reads like prose, not a JSON Schema keyword{trap}"))
+        if len(errors) == before:
+            errors += _meta_schema_problems(spec.get("parameters"), root, path, base)
     return errors, warnings
+
+
+def _meta_schema_problems(schema: Any, root: yaml.Node | None, path: str, base: tuple[Any, ...]) -> list[Problem]:
+    """A mock tool's parameters checked as a JSON Schema (the tool is built from them when
+    the case runs: ``type: [`` or ``required: [null]`` must fail here, with its line)."""
+    if not isinstance(schema, dict):
+        return []
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+    problems = []
+    for err in sorted(validator.iter_errors(schema), key=lambda e: list(map(str, e.absolute_path)))[:5]:
+        loc = (*base, *err.absolute_path)
+        problems.append((_at(root, path, loc), f"not a valid JSON Schema: {str(err.message)[:200]}"))
+    return problems
 
 
 # -- criteria no run can decide ------------------------------------------------------------

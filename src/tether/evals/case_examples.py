@@ -128,7 +128,9 @@ def example_problems(data: dict[str, Any], root: yaml.Node | None, path: str,
 
     examples = data.get("examples")
     crits = data.get("criteria") if isinstance(data.get("criteria"), list) else []
-    kinds = {c.get("id"): c.get("kind", "auto") for c in crits if isinstance(c, dict)}
+    # only well-formed entries: a malformed one (a list for an id, a number for a tool) is the
+    # schema's error, reported with its line; here it must not crash the checks of the rest
+    kinds = {c["id"]: c.get("kind", "auto") for c in crits if isinstance(c, dict) and isinstance(c.get("id"), str)}
     if not examples and "auto" not in kinds.values():
         return [], []            # only a judge decides this case: an example could check nothing
     if not examples:
@@ -137,8 +139,8 @@ def example_problems(data: dict[str, Any], root: yaml.Node | None, path: str,
                      "check the criteria decide as meant (see docs/cases.md, Examples)")]
     if not isinstance(examples, list):
         return [], []
-    tools = data.get("tools") if isinstance(data.get("tools"), list) else []
-    mocks = [m.get("name") for m in (data.get("mock_tools") or []) if isinstance(m, dict)] \
+    tools = [t for t in data["tools"] if isinstance(t, str)] if isinstance(data.get("tools"), list) else []
+    mocks = [m["name"] for m in data["mock_tools"] if isinstance(m, dict) and isinstance(m.get("name"), str)] \
         if isinstance(data.get("mock_tools"), list) else []
     visible = set(tools) or set(mocks) or set(schemas)
     errors: list[Problem] = []

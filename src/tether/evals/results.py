@@ -264,7 +264,9 @@ class Results(BaseModel):
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        from ..inputs import write_text
+
+        write_text(path, self.model_dump_json(indent=2), "results file")   # a failure names the file
         return path
 
     @classmethod

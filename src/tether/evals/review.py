@@ -190,7 +190,9 @@ def write_review(doc: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = HEADER.format(name=path.name, results=doc.get("results") or "RESULTS.json")
-    path.write_text(header + _dump(doc), encoding="utf-8")
+    from ..inputs import write_text
+
+    write_text(path, header + _dump(doc), "review file")   # a failure names the file
     return path
 
 

@@ -144,7 +144,10 @@ def resolve_agent(ref: str) -> Callable[[], Any]:
         raise UsageError(f"agent {ref!r} is neither an agent (with async run(session, task)) nor a factory")
 
     def make() -> Any:
-        agent = obj()
+        try:
+            agent = obj()
+        except Exception as exc:        # the user's factory failed: their code, not a bug in tether
+            raise UsageError(f"agent {ref!r}: calling it failed: {type(exc).__name__}: {exc}") from None
         agent = framework_agent(agent) or agent
         if not hasattr(agent, "run"):
             raise UsageError(f"agent {ref!r}: the factory returned {type(agent).__name__}, which has no "

@@ -216,15 +216,19 @@ def _provider(exporter: Any = None, *, batch: bool = True) -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     if exporter is None:
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        except ImportError:
-            raise UsageError(INSTALL_HINT) from None
-        exporter = OTLPSpanExporter()
+        exporter = _otlp_exporter()
     provider = sdk_trace.TracerProvider(resource=Resource.create({"service.name": os.environ.get(
         "OTEL_SERVICE_NAME", "tether")}))
     provider.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
     return provider
+
+
+def _otlp_exporter() -> Any:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return OTLPSpanExporter()
 
 
 def live_requested(flag: bool = False) -> bool:
@@ -670,10 +674,32 @@ def export_stored_run(store: Any, run_id: str, file: Any = None) -> str:
 
         memory = InMemorySpanExporter()
         n = export_trajectory(t, exporter=memory, start_ns=start_ns)
-        from pathlib import Path
-        Path(file).write_text(otlp_json(memory.get_finished_spans()), encoding="utf-8")
+        from ..inputs import write_text
+        write_text(file, otlp_json(memory.get_finished_spans()), "--file")
         return f"wrote {n} span(s) of run {run_id} to {file} (OTLP JSON)"
-    n = export_trajectory(t, start_ns=start_ns)
+    # spans gathered first, then sent in one export whose result is checked: the SDK's span
+    # processors drop a failed export with a log line, and "exported" would be a lie
+    import logging
+
+    from opentelemetry.sdk.trace.export import SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
     where = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
              or "http://localhost:4318 (the OTLP default)")
+    memory = InMemorySpanExporter()
+    n = export_trajectory(t, exporter=memory, start_ns=start_ns)
+    exporter = _otlp_exporter()
+    quiet = logging.getLogger(type(exporter).__module__)
+    level, quiet.level = quiet.level, logging.CRITICAL     # its retry lines; the outcome is reported below
+    try:
+        result = exporter.export(memory.get_finished_spans())
+    except Exception as exc:     # a malformed endpoint URL
+        raise UsageError(f"OTLP endpoint {where}: cannot send to it ({type(exc).__name__}: {str(exc)[:200]})") \
+            from None
+    finally:
+        quiet.level = level
+        exporter.shutdown()
+    if result != SpanExportResult.SUCCESS:
+        raise UsageError(f"OTLP endpoint {where}: the {n} span(s) of run {run_id} were not accepted (no collector "
+                         "answering there?); set OTEL_EXPORTER_OTLP_ENDPOINT, or write them with --file")
     return f"exported {n} span(s) of run {run_id} to {where}"
