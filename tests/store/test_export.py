@@ -120,3 +120,20 @@ def test_an_import_stopped_half_way_leaves_nothing_and_a_second_import_makes_the
     assert row["status"] == "completed" and row["digest"] == read_trace(v1_text()).digest()
     assert len(store.events("v1-run")) == len(V1_TRACE)
     store.close()
+
+
+def test_an_export_that_stops_before_its_run_ended_imports_as_ended_with_why(store_url):
+    """An export with no run_finished (taken while the run went on, or of a run that crashed) is stored
+    with its events as they are and its row "ended", saying why: it used to stay "running" for ever in a
+    store where nothing runs it (never pruned), and importing it again was refused."""
+    from tether.store import open_store
+    from tether.store.export import UNFINISHED
+
+    text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in V1_TRACE[:-1])
+    store = open_store(store_url)
+    assert import_run(store, text) == ("v1-run", True)
+    row = store.get_run("v1-run")
+    assert (row["status"], row["reason"], row["digest"]) == ("ended", UNFINISHED, read_trace(text).digest())
+    assert len(store.events("v1-run")) == len(V1_TRACE) - 1
+    assert import_run(store, text) == ("v1-run", False)                    # twice: a no-op
+    store.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import CaseFileError, FileLocation, UsageError
 from ..events import RunFinished, RunStarted, Trajectory
+from ..status import TerminalStatus
 
 
 def export_run(store: Any, run_id: str) -> str:
@@ -121,9 +122,12 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
         check_joins_no_eval(store, started, path)
         # one transaction: an import killed half way leaves nothing, not a run "running" for ever that
         # every later import of it would take for a run still being written
-        end = None if finished is None else {"status": str(finished.status), "reply": finished.reply,
-                                             "reason": finished.reason, "digest": digest,
-                                             "error_kind": finished.error_kind}
+        if finished is not None:
+            end = {"status": str(finished.status), "reply": finished.reply, "reason": finished.reason,
+                   "digest": digest, "error_kind": finished.error_kind}
+        else:           # nothing runs it here: not "running" for ever (never pruned, never imported again)
+            end = {"status": str(TerminalStatus.ENDED), "reply": "", "reason": UNFINISHED, "digest": digest,
+                   "error_kind": None}
         try:
             store.add_whole_run(started.run_id, {"model": started.model, "case_id": started.case_id,
                                                  "meta": started.meta, "kind": started.kind,
@@ -147,6 +151,9 @@ def import_run(store: Any, text: str, *, path: str = "<export>") -> tuple[str, b
                      f"(digest {str(existing.get('digest'))[:12]} vs {digest[:12]}); a run is never overwritten")
 
 
+# The reason an export that stops before its run ended is stored with (its events as they are, its row "ended").
+UNFINISHED = ("imported without an end: the export stops before the run ended (exported while it ran, or the "
+              "run crashed)")
 IMPORT_WAIT_S = 10.0        # how long an import waits for another process writing the same run to finish it
 
 
