@@ -296,7 +296,11 @@ def run_item(item: Item, make: Callable[[], Sequence]) -> Outcome:
 
 
 def measure(corpus: list[Item], make: Callable[[], Sequence]) -> dict:
-    outcomes = [run_item(i, make) for i in corpus]
+    return summarize([run_item(i, make) for i in corpus])
+
+
+def summarize(outcomes: list[Outcome]) -> dict:
+    """The measurement of items already run (a subset of another measurement's ``outcomes``)."""
     loops = [o for o in outcomes if o.item.label == "loop"]
     oks = [o for o in outcomes if o.item.label == "ok"]
     caught = [o for o in loops if o.first is not None and o.first <= o.item.trip_by]

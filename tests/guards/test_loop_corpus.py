@@ -31,6 +31,7 @@ from guard_quality import (  # noqa: E402
     load_item,
     measure,
     passes,
+    summarize,
 )
 
 from tether.errors import CaseFileError  # noqa: E402
@@ -69,6 +70,8 @@ def _half(half):
 def _measured(half: str, with_authors: bool = False) -> dict:
     """One measurement per pool and module run (a fresh reference stack, the items read once), shared read-only
     by the tests that check different floors on it."""
+    if half == "tuning" and not with_authors:       # the blind items of the pool's one run (not run twice)
+        return summarize([o for o in _measured(half, with_authors=True)["outcomes"] if o.item.half != "authors"])
     items = load_corpus(FOLDERS, half) + (authors_items() if with_authors else [])
     return measure(items, guard_stack("on"))
 
