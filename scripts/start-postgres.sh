@@ -6,7 +6,7 @@
 #
 # Uses Debian's postgresql package (installed with apt-get when missing). initdb
 # refuses to run as root, so as root the cluster belongs to the postgres user.
-# The server stops when the folder is removed or with: pg_ctl -D DIR stop.
+# The server stops with: pg_ctl -D DIR stop (eval "$TETHER_TEST_POSTGRES_STOP" does it and removes DIR).
 set -euo pipefail
 find_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 PGBIN="$(find_bin)"
@@ -36,3 +36,7 @@ as_owner "$PGBIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w \
     || { cat "$DIR/server.log" >&2; exit 1; }
 echo "start-postgres: PostgreSQL on 127.0.0.1:$PORT (data in $DIR; stop: $PGBIN/pg_ctl -D $DIR/data stop)" >&2
 echo "export TETHER_TEST_POSTGRES=postgresql://$OWNER@127.0.0.1:$PORT/postgres"
+# the line that stops it and removes its folder (.ci/run runs it on exit)
+STOP="$PGBIN/pg_ctl -D $DIR/data -m fast stop"
+[ "$OWNER" = postgres ] && [ "$(id -u)" = 0 ] && STOP="runuser -u postgres -- $STOP"
+echo "export TETHER_TEST_POSTGRES_STOP='$STOP >/dev/null 2>&1; rm -rf $DIR'"
