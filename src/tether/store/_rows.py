@@ -5,6 +5,7 @@ module of its own: a PostgreSQL command never imports SQLite's store (nor
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Mapping
 
 import orjson
@@ -34,6 +35,30 @@ def _finish_run_sql() -> str:
 
     return ("UPDATE runs SET status=?, reply=?, reason=?, updated=?, digest=?, error_kind=?, "
             + ", ".join(f"{c}=?" for c in COLUMNS) + " WHERE run_id=?")
+
+
+def _new_run(run_id: str, run: dict) -> tuple:
+    """``_INSERT_RUN``'s values for a new run (``run``: create_run's keywords)."""
+    now = time.time()
+    return (run_id, now, now, "running", run.get("model", ""), run.get("case_id"), _json(run.get("meta") or {}),
+            run.get("kind", "run"), run.get("eval_id"), run.get("trial", 0), run.get("guards", "off"))
+
+
+def _ended_run(run_id: str, end: dict, chunk: tuple | None) -> tuple:
+    """``_finish_run_sql()``'s values for a whole run's end (``end``: finish_run's keywords), its
+    metrics read from the events of its one chunk."""
+    from .facts import row_values, run_facts
+
+    events = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
+    facts = row_values(run_facts({"status": end["status"]}, events))
+    return (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(), end.get("digest"),
+            end.get("error_kind"), *facts, run_id)
+
+
+def _taken(run_id: str, where: Any) -> Exception:
+    from ..errors import UsageError
+
+    return UsageError(f"run id {run_id!r} is already in {where}; a run is never overwritten: choose another id")
 
 
 def _chunk(run_id: str, events: list[tuple[int, dict]]) -> tuple:

@@ -37,8 +37,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
-from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _finish_run_sql, _host, _json,
-                    _run)
+from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _ended_run, _finish_run_sql, _host,
+                    _json, _new_run, _run, _taken)
 from .connect import redact
 from .opening import StoreError
 from .queries import KEYS, RUN_TABLES, TABLES, capped_count, keep_clause, pg, run_where, runs_select
@@ -249,16 +249,12 @@ class PostgresStore:
     # -- runs ------------------------------------------------------------------------
     def create_run(self, run_id: str, *, model: str = "", case_id: str | None = None, meta: dict | None = None,
                    kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
-        now = time.time()
         try:
-            self._change(_INSERT_RUN,
-                         (run_id, now, now, "running", model, case_id, _json(meta or {}), kind, eval_id, trial,
-                          guards))
+            self._change(_INSERT_RUN, _new_run(run_id, {"model": model, "case_id": case_id, "meta": meta,
+                                                        "kind": kind, "eval_id": eval_id, "trial": trial,
+                                                        "guards": guards}))
         except self._errors.UniqueViolation:
-            from ..errors import UsageError
-
-            raise UsageError(f"run id {run_id!r} is already in {self.where}; a run is never overwritten: "
-                             "choose another id") from None
+            raise _taken(run_id, self.where) from None
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
@@ -274,29 +270,16 @@ class PostgresStore:
 
     def add_whole_run(self, run_id: str, run: dict, events: list[tuple[int, dict]], end: dict | None) -> None:
         """As :meth:`SQLiteStore.add_whole_run`: the row, the events and the end in one transaction."""
-        from .facts import row_values, run_facts
-
-        now = time.time()
         chunk = _chunk(run_id, events) if events else None
         try:
             with self._tx("events:" + run_id) as db:
-                db.execute(pg(_INSERT_RUN),
-                           (run_id, now, now, "running", run.get("model", ""), run.get("case_id"),
-                            _json(run.get("meta") or {}), run.get("kind", "run"), run.get("eval_id"),
-                            run.get("trial", 0), run.get("guards", "off")))
+                db.execute(pg(_INSERT_RUN), _new_run(run_id, run))
                 if chunk:
                     db.execute(_INSERT_CHUNK, (*chunk, run_id, chunk[1]))
                 if end is not None:
-                    stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
-                    facts = row_values(run_facts({"status": end["status"]}, stored))
-                    db.execute(pg(_finish_run_sql()),
-                               (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
-                                end.get("digest"), end.get("error_kind"), *facts, run_id))
+                    db.execute(pg(_finish_run_sql()), _ended_run(run_id, end, chunk))
         except self._errors.UniqueViolation:
-            from ..errors import UsageError
-
-            raise UsageError(f"run id {run_id!r} is already in {self.where}; a run is never overwritten: "
-                             "choose another id") from None
+            raise _taken(run_id, self.where) from None
 
     def get_run(self, run_id: str) -> dict | None:
         rows = self._d(_SELECT_RUNS + " WHERE run_id=?", (run_id,))

@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from . import _delta
-from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _finish_run_sql, _host, _json,
-                    _run)
+from ._rows import (_INSERT_RUN, _approval, _Chain, _chunk, _duplicate, _effect, _ended_run, _finish_run_sql, _host,
+                    _json, _new_run, _run, _taken)
 from .queries import capped_count, run_where, runs_select
 
 SCHEMA_VERSION = 5
@@ -299,15 +299,11 @@ class SQLiteStore:
     # -- runs --------------------------------------------------------------------
     def create_run(self, run_id: str, *, model: str = "", case_id: str | None = None, meta: dict | None = None,
                    kind: str = "run", eval_id: str | None = None, trial: int = 0, guards: str = "off") -> None:
-        now = time.time()
         try:
-            self._tx(_INSERT_RUN,
-                     (run_id, now, now, "running", model, case_id, _json(meta or {}), kind, eval_id, trial, guards))
+            self._tx(_INSERT_RUN, _new_run(run_id, {"model": model, "case_id": case_id, "meta": meta, "kind": kind,
+                                                    "eval_id": eval_id, "trial": trial, "guards": guards}))
         except sqlite3.IntegrityError:
-            from ..errors import UsageError
-
-            raise UsageError(f"run id {run_id!r} is already in {self.path}; a run is never overwritten: "
-                             "choose another id") from None
+            raise _taken(run_id, self.path) from None
 
     def finish_run(self, run_id: str, status: str, reply: str, reason: str, *, digest: str | None = None,
                    error_kind: str | None = None) -> None:
@@ -325,31 +321,18 @@ class SQLiteStore:
         :meth:`create_run`'s keywords), its events and, when it ended, its end (``end``:
         :meth:`finish_run`'s status, reply, reason, digest, error_kind). Killed half way, none of it is
         there, so importing again starts clean; UsageError when the id is taken."""
-        from .facts import row_values, run_facts
-
-        now = time.time()
         chunk = _chunk(run_id, events) if events else None
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 try:
-                    self._db.execute(_INSERT_RUN, (run_id, now, now, "running", run.get("model", ""),
-                                                   run.get("case_id"), _json(run.get("meta") or {}),
-                                                   run.get("kind", "run"), run.get("eval_id"), run.get("trial", 0),
-                                                   run.get("guards", "off")))
+                    self._db.execute(_INSERT_RUN, _new_run(run_id, run))
                 except sqlite3.IntegrityError:
-                    from ..errors import UsageError
-
-                    raise UsageError(f"run id {run_id!r} is already in {self.path}; a run is never overwritten: "
-                                     "choose another id") from None
+                    raise _taken(run_id, self.path) from None
                 if chunk:
                     self._db.execute(_INSERT_CHUNK, chunk)
                 if end is not None:
-                    stored = [orjson.loads(line) for line in chunk[3].split(b"\n") if line] if chunk else []
-                    facts = row_values(run_facts({"status": end["status"]}, stored))
-                    self._db.execute(_finish_run_sql(),
-                                     (end["status"], end.get("reply", ""), end.get("reason", ""), time.time(),
-                                      end.get("digest"), end.get("error_kind"), *facts, run_id))
+                    self._db.execute(_finish_run_sql(), _ended_run(run_id, end, chunk))
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:        # SQLITE_FULL rolls back itself: keep its error
