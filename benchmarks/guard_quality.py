@@ -419,12 +419,14 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
     print("|---|---:|---:|---:|---:|---:|---|")
     print(_row("reference stack (on)", m))
     groups: dict[str, list[Item]] = defaultdict(list)
+    per_folder: dict[str, dict] = {}          # each folder's share of the one run above
     if by_folder:
         for it in corpus:
             groups[it.folder].append(it)
         if len(groups) > 1:
             for name, group in sorted(groups.items()):
-                print(_row(f"  {name}/ ({len(group)} items)", measure(group, make)))
+                per_folder[name] = summarize([o for o in m["outcomes"] if o.item.folder == name])
+                print(_row(f"  {name}/ ({len(group)} items)", per_folder[name]))
     for name, pool in extra:
         print(_row(f"  {name} ({len(pool)} items)", measure(pool, make)))
     readers = {who: labels for who, labels in (readers or {}).items() if labels}
@@ -441,7 +443,7 @@ def report(title: str, corpus: list[Item], make: Callable[[], Sequence], *, item
             print("|---|---:|" + "---:|" * len(readers))
             for name, rs in per.items():
                 if any(rs):
-                    st = measure(groups[name], make)
+                    st = per_folder.get(name) or summarize([o for o in m["outcomes"] if o.item.folder == name])
                     print(f"| {name}/ | {_pct(st['caught'], st['loops'])} | "
                           + " | ".join(_pct(r['caught'], r['loops']) if r else "-" for r in rs) + " |")
     if rules:
