@@ -690,14 +690,15 @@ def export_stored_run(store: Any, run_id: str, file: Any = None) -> str:
     n = export_trajectory(t, exporter=memory, start_ns=start_ns)
     exporter = _otlp_exporter()
     quiet = logging.getLogger(type(exporter).__module__)
-    level, quiet.level = quiet.level, logging.CRITICAL     # its retry lines; the outcome is reported below
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)     # its retry lines; the outcome is reported below (setLevel: the cache)
     try:
         result = exporter.export(memory.get_finished_spans())
     except Exception as exc:     # a malformed endpoint URL
         raise UsageError(f"OTLP endpoint {where}: cannot send to it ({type(exc).__name__}: {str(exc)[:200]})") \
             from None
     finally:
-        quiet.level = level
+        quiet.setLevel(level)
         exporter.shutdown()
     if result != SpanExportResult.SUCCESS:
         raise UsageError(f"OTLP endpoint {where}: the {n} span(s) of run {run_id} were not accepted (no collector "
