@@ -221,6 +221,8 @@ def _an_existing_store(where: str | None, doing: str) -> None:
     spec = store_spec(where)
     if isinstance(spec, str):
         return
+    if spec.is_dir():
+        raise UsageError(f"store {spec} is a directory; give the store's file to {doing}")
     if not spec.is_file():
         raise UsageError(f"store {spec}: no such file to {doing}")
     from ..store.opening import held
